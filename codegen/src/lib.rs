@@ -1,0 +1,19 @@
+//! `codemode-codegen`: TypeScript declarations from tool schemas (DESIGN §6).
+//!
+//! The input is plain data — each tool's name, description and JSON Schemas — so this crate
+//! depends on nothing of the `codemode` runtime. The output is one deterministic `.d.ts`
+//! (same tools, same bytes) with a `@generated` header:
+//!
+//! ```ts
+//! interface ToolArgsMap { "read_file": { /** File path */ path: string; limit?: number } }
+//! interface ToolOutputMap { "read_file": string }
+//! declare const tools: { /** Read a file. */ read_file(args: ToolArgsMap["read_file"]): Promise<ToolOutputMap["read_file"]> };
+//! declare class ToolCallError extends Error { readonly name: "ToolCallError"; readonly toolName: string }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod ts;
+
+pub use ts::{DeclarationError, ToolDecl, declarations};

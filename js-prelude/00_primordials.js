@@ -1,0 +1,90 @@
+// Built-ins captured before any program code runs (the idea of deno_core's primordials):
+// a program that later replaces `Promise`, `JSON`, `Object.prototype` or
+// `Array.prototype.map` changes nothing the prelude or the host relies on.
+//
+// Loaded as the body of `function (host, internals) { ... }`.
+"use strict";
+
+const uncurryThis = (fn) => Function.prototype.bind.call(Function.prototype.call, fn);
+
+const P = Object.create(null);
+P.uncurryThis = uncurryThis;
+P.ObjectPrototype = Object.prototype;
+P.ArrayPrototype = Array.prototype;
+P.ObjectCreate = Object.create;
+P.ObjectDefineProperty = Object.defineProperty;
+P.ObjectFreeze = Object.freeze;
+P.ObjectIsFrozen = Object.isFrozen;
+P.ObjectKeys = Object.keys;
+P.ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
+P.ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
+P.ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+P.ObjectGetPrototypeOf = Object.getPrototypeOf;
+P.ObjectIs = Object.is;
+P.ObjectPrototypeToString = uncurryThis(Object.prototype.toString);
+P.ObjectPrototypeHasOwnProperty = uncurryThis(Object.prototype.hasOwnProperty);
+P.ReflectApply = Reflect.apply;
+P.ReflectOwnKeys = Reflect.ownKeys;
+P.ArrayIsArray = Array.isArray;
+P.ArrayPrototypePush = uncurryThis(Array.prototype.push);
+P.ArrayPrototypeJoin = uncurryThis(Array.prototype.join);
+P.ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
+P.FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
+P.String = String;
+P.StringPrototypeSlice = uncurryThis(String.prototype.slice);
+P.StringPrototypeReplace = uncurryThis(String.prototype.replace);
+P.StringPrototypeIncludes = uncurryThis(String.prototype.includes);
+P.StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
+P.StringPrototypeSplit = uncurryThis(String.prototype.split);
+P.StringPrototypeRepeat = uncurryThis(String.prototype.repeat);
+P.StringPrototypeCharCodeAt = uncurryThis(String.prototype.charCodeAt);
+P.RegExpPrototypeTest = uncurryThis(RegExp.prototype.test);
+P.RegExpPrototypeToString = uncurryThis(RegExp.prototype.toString);
+P.Number = Number;
+P.NumberIsInteger = Number.isInteger;
+P.NumberPrototypeToString = uncurryThis(Number.prototype.toString);
+P.BigInt = BigInt;
+P.BigIntPrototypeToString = uncurryThis(BigInt.prototype.toString);
+P.Symbol = Symbol;
+P.SymbolPrototypeToString = uncurryThis(Symbol.prototype.toString);
+P.SymbolToStringTag = Symbol.toStringTag;
+P.Error = Error;
+P.TypeError = TypeError;
+P.RangeError = RangeError;
+P.ErrorPrototypeToString = uncurryThis(Error.prototype.toString);
+P.Promise = Promise;
+P.PromiseReject = Promise.reject.bind(Promise);
+P.PromiseResolve = Promise.resolve.bind(Promise);
+P.PromisePrototypeThen = uncurryThis(Promise.prototype.then);
+P.Proxy = Proxy;
+P.Map = Map;
+P.MapPrototypeForEach = uncurryThis(Map.prototype.forEach);
+P.MapPrototypeGetSize = uncurryThis(Object.getOwnPropertyDescriptor(Map.prototype, "size").get);
+P.Set = Set;
+P.SetPrototypeForEach = uncurryThis(Set.prototype.forEach);
+P.SetPrototypeGetSize = uncurryThis(Object.getOwnPropertyDescriptor(Set.prototype, "size").get);
+P.WeakMap = WeakMap;
+P.WeakSet = WeakSet;
+P.WeakRef = WeakRef;
+P.ArrayBuffer = ArrayBuffer;
+P.ArrayBufferIsView = ArrayBuffer.isView;
+P.ArrayBufferPrototypeGetByteLength = uncurryThis(
+  Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get,
+);
+P.TypedArrayPrototypeGetLength = uncurryThis(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), "length").get,
+);
+P.TypedArrayPrototypeGetSymbolToStringTag = uncurryThis(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get,
+);
+P.Date = Date;
+P.DatePrototypeGetTime = uncurryThis(Date.prototype.getTime);
+P.DatePrototypeToISOString = uncurryThis(Date.prototype.toISOString);
+P.RegExp = RegExp;
+P.JSONStringify = JSON.stringify;
+P.MathMax = Math.max;
+P.MathMin = Math.min;
+P.MathFloor = Math.floor;
+P.globalThis = globalThis;
+
+internals.primordials = Object.freeze(P);

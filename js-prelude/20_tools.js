@@ -1,0 +1,101 @@
+// The `tools` object and `ToolCallError` (DESIGN §5 "tools").
+//
+// `tools.<name>(args)` returns a promise that settles with the tool's canonical JSON value
+// after the whole dispatch pipeline, or rejects with a `ToolCallError` whose only fields are
+// `name`, `toolName` and `message`. Only registered names dispatch: `tools.then`,
+// `tools.toString`, `tools.constructor` and the other names of `Object.prototype` are
+// `undefined` (so `await tools` does not hang); any other unknown name throws a
+// `ToolCallError` that lists the available tools.
+"use strict";
+
+const P = internals.primordials;
+const H = internals.host;
+const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, Promise, PromiseReject, String } = P;
+
+class ToolCallError extends P.Error {
+  constructor(toolName, message) {
+    super();
+    delete this.stack;
+    ObjectDefineProperty(this, "name", { value: "ToolCallError", enumerable: true, configurable: true, writable: true });
+    ObjectDefineProperty(this, "toolName", { value: String(toolName), enumerable: true, configurable: true, writable: true });
+    ObjectDefineProperty(this, "message", { value: String(message), enumerable: true, configurable: true, writable: true });
+  }
+}
+ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError", writable: false, enumerable: false, configurable: false });
+ObjectFreeze(ToolCallError.prototype);
+ObjectFreeze(ToolCallError);
+
+function messageOf(error) {
+  try {
+    if (error !== null && typeof error === "object" && typeof error.message === "string") {
+      return error.message;
+    }
+    return String(error);
+  } catch {
+    return "the call could not start";
+  }
+}
+
+// Pending calls by id; a null-prototype object, so no program change to prototypes
+// reaches it.
+const pending = ObjectCreate(null);
+
+function callTool(name, args) {
+  let id;
+  try {
+    id = H.call(name, args === undefined ? {} : args, P);
+  } catch (error) {
+    return PromiseReject(new ToolCallError(name, messageOf(error)));
+  }
+  return new Promise((resolve, reject) => {
+    pending[id] = { resolve, reject, name };
+  });
+}
+
+internals.settle = function settle(id, ok, payload) {
+  const entry = pending[id];
+  if (entry === undefined) return;
+  delete pending[id];
+  if (ok) {
+    entry.resolve(payload);
+  } else {
+    entry.reject(new ToolCallError(entry.name, payload));
+  }
+};
+
+const target = ObjectCreate(null);
+const names = H.toolNames;
+for (let i = 0; i < names.length; i++) {
+  const name = names[i][0];
+  const alias = names[i][1];
+  const fn = { [alias](args) { return callTool(name, args); } }[alias];
+  ObjectDefineProperty(target, name, { value: fn, enumerable: true });
+  if (alias !== name && target[alias] === undefined) {
+    ObjectDefineProperty(target, alias, { value: fn, enumerable: false });
+  }
+}
+ObjectFreeze(target);
+
+// Names that generic code probes on any object: they are never tools, and reading them
+// gives `undefined` instead of an error.
+const probes = ObjectCreate(null);
+for (const key of P.ObjectGetOwnPropertyNames(P.ObjectPrototype)) probes[key] = true;
+for (const key of ["then", "catch", "finally", "toJSON", "prototype", "inspect", "length", "name",
+                   "asymmetricMatch", "$$typeof", "nodeType", "tagName", "@@__IMMUTABLE_ITERABLE__@@"]) {
+  probes[key] = true;
+}
+ObjectFreeze(probes);
+
+const handler = ObjectFreeze({
+  __proto__: null,
+  get(t, key) {
+    if (typeof key === "symbol") return undefined;
+    const fn = t[key];
+    if (fn !== undefined) return fn;
+    if (probes[key] === true) return undefined;
+    throw new ToolCallError(key, H.unknownTool(key));
+  },
+});
+
+internals.tools = new P.Proxy(target, handler);
+internals.ToolCallError = ToolCallError;

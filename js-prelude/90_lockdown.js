@@ -1,0 +1,26 @@
+// Installs what programs see and makes it unchangeable: `tools`, `console`,
+// `ToolCallError` and the timer functions are non-writable, non-configurable globals.
+"use strict";
+
+const P = internals.primordials;
+const { ObjectDefineProperty, ObjectFreeze } = P;
+const g = P.globalThis;
+
+function install(name, value) {
+  ObjectDefineProperty(g, name, { value, writable: false, enumerable: false, configurable: false });
+}
+
+install("tools", internals.tools);
+install("console", ObjectFreeze(internals.console));
+install("ToolCallError", internals.ToolCallError);
+install("setTimeout", internals.setTimeout);
+install("clearTimeout", internals.clearTimeout);
+install("setInterval", internals.setInterval);
+install("clearInterval", internals.clearInterval);
+
+// The runner the host calls: runs the program function and, for `export default <fn>`,
+// calls the exported function.
+internals.runDefault = async function runDefault(main) {
+  const value = await main();
+  return typeof value === "function" ? await value() : value;
+};

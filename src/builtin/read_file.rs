@@ -1,0 +1,155 @@
+//! `read_file`: the text of a file, or a range of its lines.
+
+use std::io::{BufRead, BufReader};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::blocking;
+use super::root::Root;
+use crate::dispatch::{Tool, ToolError};
+use crate::schema::{Node, ParameterSchema, ValueSchema};
+
+/// Most bytes of content one call returns.
+const MAX_READ_BYTES: usize = 16 << 20;
+
+pub(super) fn tool(root: Arc<Root>) -> Tool {
+    Tool::builder("read_file")
+        .description("Read a text file (UTF-8), whole or a range of lines.")
+        .parameters(ParameterSchema::new([
+            (
+                "path",
+                Node::string()
+                    .describe("File path, relative to the root.")
+                    .required(),
+            ),
+            (
+                "offset",
+                Node::integer()
+                    .minimum(1)
+                    .describe("First line to return, 1-based. Default: 1."),
+            ),
+            (
+                "limit",
+                Node::integer()
+                    .minimum(1)
+                    .describe("Most lines to return. Default: all."),
+            ),
+        ]))
+        .output(ValueSchema::new(
+            Node::object([
+                (
+                    "path",
+                    Node::string()
+                        .describe("The file, relative to the root.")
+                        .required(),
+                ),
+                (
+                    "content",
+                    Node::string()
+                        .describe("The lines returned, with their line breaks.")
+                        .required(),
+                ),
+                (
+                    "start_line",
+                    Node::integer()
+                        .describe("1-based number of the first line returned.")
+                        .required(),
+                ),
+                (
+                    "end_line",
+                    Node::integer()
+                        .describe(
+                            "1-based number of the last line returned (start_line - 1 when none).",
+                        )
+                        .required(),
+                ),
+                (
+                    "total_lines",
+                    Node::integer()
+                        .describe("Lines in the whole file.")
+                        .required(),
+                ),
+                (
+                    "truncated",
+                    Node::boolean()
+                        .describe("Whether lines after end_line were left out.")
+                        .required(),
+                ),
+            ])
+            .additional_properties(false),
+        ))
+        .execute(move |args, exec| {
+            let root = root.clone();
+            async move {
+                let path = args.str("path").unwrap_or_default().to_owned();
+                let offset = args
+                    .get("offset")
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or(1)
+                    .max(1);
+                let limit = args.get("limit").and_then(|v| v.as_u64());
+                blocking(exec.signal(), move |_token| {
+                    read(&root, &path, offset, limit)
+                })
+                .await
+            }
+        })
+        .build()
+        .unwrap_or_else(|e| unreachable!("read_file is well defined: {e}"))
+}
+
+fn read(
+    root: &Root,
+    requested: &str,
+    offset: u64,
+    limit: Option<u64>,
+) -> Result<serde_json::Value, ToolError> {
+    let path = root.resolve(requested)?;
+    if path.is_dir() {
+        return Err(ToolError::new(format!(
+            "{requested} is a directory; use list_dir"
+        )));
+    }
+    let file =
+        std::fs::File::open(&path).map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
+    let mut reader = BufReader::new(file);
+    let mut content = String::new();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    let mut end = offset - 1;
+    let last = limit.map(|l| offset.saturating_add(l) - 1);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        if number >= offset && last.is_none_or(|l| number <= l) {
+            let text = std::str::from_utf8(&line).map_err(|e| {
+                ToolError::new(format!(
+                    "{requested} is not a UTF-8 text file (invalid byte on line {number}, column {})",
+                    e.valid_up_to() + 1
+                ))
+            })?;
+            if content.len() + text.len() > MAX_READ_BYTES {
+                return Err(ToolError::new(format!(
+                    "{requested}: the lines asked for exceed {MAX_READ_BYTES} bytes; read fewer with offset and limit"
+                )));
+            }
+            content.push_str(text);
+            end = number;
+        }
+    }
+    Ok(json!({
+        "path": root.relative(&path),
+        "content": content,
+        "start_line": offset,
+        "end_line": end,
+        "total_lines": number,
+        "truncated": end < number,
+    }))
+}

@@ -1,0 +1,5 @@
+//! One file per subcommand, each with a `*Command` that has `execute()`.
+
+pub(crate) mod run;
+pub(crate) mod tools;
+pub(crate) mod types;

@@ -1,0 +1,123 @@
+//! `codemode run PROGRAM|-`: run a program and print what the model would see.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use codemode::{Limits, RunCodeConfig, render_text, run_code_tool};
+use serde_json::{Value, json};
+
+use crate::cli::SetupError;
+use crate::cli::setup::ToolOptions;
+
+#[derive(Debug, Args)]
+pub(crate) struct RunCommand {
+    /// The program file (.ts or .js), or `-` to read it from standard input.
+    program: String,
+    #[command(flatten)]
+    tools: ToolOptions,
+    /// Print the canonical JSON value of the run instead of the model-facing text.
+    #[arg(long)]
+    json: bool,
+    /// Wall-clock limit for the whole run, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout: u64,
+    /// Memory limit of the engine, in bytes; suffixes k, M, G (powers of 1000) and KiB,
+    /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    memory: usize,
+}
+
+/// Parses `64MiB`, `512k`, `1G`, `1048576`.
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '_')
+        .unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.replace('_', "").parse().map_err(|_| {
+        format!("{text:?} is not a size: expected a number with an optional unit, like 64MiB")
+    })?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "kib" | "ki" => 1 << 10,
+        "mib" | "mi" => 1 << 20,
+        "gib" | "gi" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?}: use k, M, G, KiB, MiB or GiB"
+            ));
+        }
+    };
+    n.checked_mul(factor)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+impl RunCommand {
+    pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
+        let code = if self.program == "-" {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| SetupError(format!("reading the program from standard input: {e}")))?;
+            s
+        } else {
+            let path = PathBuf::from(&self.program);
+            std::fs::read_to_string(&path)
+                .map_err(|e| SetupError(format!("{}: {e}", path.display())))?
+        };
+        let tools = self.tools.load()?;
+        let limits = Limits::default()
+            .timeout(Duration::from_millis(self.timeout))
+            .memory(self.memory);
+        let config = RunCodeConfig::default()
+            .limits(limits)
+            .max_timeout(Duration::from_millis(self.timeout));
+        let _run = tools
+            .registry
+            .register(run_code_tool(config))
+            .map_err(|e| SetupError(e.to_string()))?;
+        let outcome = tools
+            .registry
+            .call(codemode::RUN_CODE, json!({ "code": code }))
+            .await;
+        let value = match outcome.into_result() {
+            Ok(v) => v,
+            Err(e) => return Err(SetupError(e.message().to_owned())),
+        };
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+        } else {
+            println!("{}", render_text(&value));
+        }
+        let ok = value.get("status").and_then(Value::as_str) == Some("ok");
+        Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("512k"), Ok(512_000));
+        assert_eq!(parse_size("1048576"), Ok(1_048_576));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! `codemode tools`: the tools a program sees, one per line with its description.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::cli::SetupError;
+use crate::cli::setup::ToolOptions;
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolsCommand {
+    #[command(flatten)]
+    tools: ToolOptions,
+    /// Print the model-facing projection (name, description, JSON Schemas) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ToolsCommand {
+    pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
+        let tools = self.tools.load()?;
+        if self.json {
+            let schemas = tools.registry.schemas();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schemas).unwrap_or_default()
+            );
+        } else {
+            for t in tools.registry.sandbox_tools() {
+                let alias = codemode::tool_alias(t.name());
+                let alias = if alias != t.name() {
+                    format!(" (tools.{alias})")
+                } else {
+                    String::new()
+                };
+                println!("{}{alias}\t{}", t.name(), t.description());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

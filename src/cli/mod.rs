@@ -1,0 +1,68 @@
+//! The `codemode` command line (DESIGN §7): one file per subcommand under `commands/`.
+//!
+//! Exit status: 0 when the work ended ok, 1 when the program ended in error (the error is
+//! in the output), 2 for a usage or set-up error.
+
+mod commands;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Run model-written JavaScript/TypeScript programs against tools in a QuickJS sandbox.
+#[derive(Debug, Parser)]
+#[command(name = "codemode", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a program (a file, or `-` for standard input) and print its logs and result.
+    Run(commands::run::RunCommand),
+    /// Print the TypeScript declarations of the tools a program sees.
+    Types(commands::types::TypesCommand),
+    /// List the tools a program sees, with their descriptions.
+    Tools(commands::tools::ToolsCommand),
+}
+
+/// A failure before the work could start: exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct SetupError(pub(crate) String);
+
+pub(crate) fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("codemode: could not start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run(c) => c.execute().await,
+            Command::Types(c) => c.execute().await,
+            Command::Tools(c) => c.execute().await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(SetupError(message)) => {
+            eprintln!("codemode: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

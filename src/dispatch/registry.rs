@@ -1,0 +1,445 @@
+//! The tool registry (DESIGN §3 "Registration"): effect-based registration, name rules, the
+//! model-facing projection and the entry point of dispatch.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::Agent;
+use super::call::CallToken;
+use super::outcome::Outcome;
+use super::tool::{Tool, ToolSchema, Visibility};
+
+/// Most characters a tool name may have.
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Names a tool cannot take because the sandbox's `tools` object, promises or JSON need
+/// them: `then` (it would make `await tools` hang), `toJSON`, and the names of
+/// `Object.prototype` (DESIGN §5 "`tools`").
+pub const RESERVED_TOOL_NAMES: &[&str] = &[
+    "then",
+    "catch",
+    "finally",
+    "toJSON",
+    "constructor",
+    "prototype",
+    "__proto__",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+];
+
+/// Why a tool was not registered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The name is empty, too long, has control characters, or is reserved.
+    #[error("tool name {name:?} is not allowed: {reason}")]
+    InvalidName {
+        /// The refused name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A tool with this name is registered.
+    #[error("a tool named `{0}` is already registered; dispose its handle first to replace it")]
+    Duplicate(String),
+    /// The name's sandbox alias is taken by another tool's name or alias.
+    #[error(
+        "tool `{name}` would be `tools.{alias}` in programs, which is already tool `{other}`; rename one of them"
+    )]
+    AliasCollision {
+        /// The refused name.
+        name: String,
+        /// Its alias.
+        alias: String,
+        /// The tool that has that name or alias.
+        other: String,
+    },
+}
+
+/// The sanitised alias of a tool name: every character outside `[A-Za-z0-9_$]` becomes `_`,
+/// and a leading digit gets a `_` in front (`my-tool` → `my_tool`, `fs.read` → `fs_read`).
+pub fn tool_alias(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 1);
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        out.push('_');
+    }
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+            out.push(c);
+        } else {
+            out.push('_');
+        }
+    }
+    out
+}
+
+/// The set of tools, the policy hooks, and the entry point of dispatch (DESIGN §3).
+///
+/// Cheap to clone: clones share one registry. No state is global: limits, tools and
+/// policy belong to a registry instance.
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use codemode::{Registry, Tool};
+/// let registry = Registry::new();
+/// let handle = registry
+///     .register(Tool::builder("ping").execute(|_a, _e| async { Ok("pong".into()) }).build().unwrap())
+///     .unwrap();
+/// let outcome = registry.call("ping", serde_json::json!({})).await;
+/// assert_eq!(outcome.value(), Some(&serde_json::json!("pong")));
+/// drop(handle); // unregisters
+/// assert!(registry.call("ping", serde_json::json!({})).await.is_error());
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    pub(crate) inner: Arc<RegistryInner>,
+}
+
+/// A registry reference that does not keep it alive (held by calls and handles).
+#[derive(Clone)]
+pub(crate) struct WeakRegistry(Weak<RegistryInner>);
+
+impl WeakRegistry {
+    pub(crate) fn upgrade(&self) -> Option<Registry> {
+        self.0.upgrade().map(|inner| Registry { inner })
+    }
+}
+
+pub(crate) struct RegistryInner {
+    tools: RwLock<ToolTable>,
+    next_entry: AtomicU64,
+    pub(crate) next_call: AtomicU64,
+    token_seed: u64,
+    pub(crate) agent: Agent,
+}
+
+#[derive(Default)]
+struct ToolTable {
+    by_name: IndexMap<Arc<str>, Entry>,
+    /// alias → name, for names whose alias differs from the name.
+    aliases: HashMap<String, Arc<str>>,
+}
+
+struct Entry {
+    id: u64,
+    tool: Tool,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry with its own default [`Agent`].
+    pub fn new() -> Registry {
+        Registry {
+            inner: Arc::new(RegistryInner {
+                tools: RwLock::new(ToolTable::default()),
+                next_entry: AtomicU64::new(1),
+                next_call: AtomicU64::new(1),
+                token_seed: RandomState::new().hash_one(0x636f_6465_6d6f_6465u64),
+                agent: Agent::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakRegistry {
+        WeakRegistry(Arc::downgrade(&self.inner))
+    }
+
+    /// The agent calls belong to when their request names none.
+    pub fn agent(&self) -> &Agent {
+        &self.inner.agent
+    }
+
+    /// Registers a tool. The tool stays registered while the returned handle lives:
+    /// dropping or [disposing](ToolHandle::dispose) it unregisters the tool. Hot swap is
+    /// dispose + register: calls already running finish with the old definition.
+    ///
+    /// # Errors
+    /// [`RegisterError`] for a refused name, a duplicate, or a sandbox alias that collides
+    /// with another tool (`a-b` and `a_b`).
+    pub fn register(&self, tool: Tool) -> Result<ToolHandle, RegisterError> {
+        let name = tool.name().to_owned();
+        check_name(&name)?;
+        let alias = tool_alias(&name);
+        let mut table = self
+            .inner
+            .tools
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if table.by_name.contains_key(name.as_str()) {
+            return Err(RegisterError::Duplicate(name));
+        }
+        if let Some(other) = table.aliases.get(&name) {
+            return Err(RegisterError::AliasCollision {
+                name: name.clone(),
+                alias: name.clone(),
+                other: other.to_string(),
+            });
+        }
+        if alias != name {
+            let other = table
+                .by_name
+                .get_key_value(alias.as_str())
+                .map(|(k, _)| k.clone())
+                .or_else(|| table.aliases.get(&alias).cloned());
+            if let Some(other) = other {
+                return Err(RegisterError::AliasCollision {
+                    name,
+                    alias,
+                    other: other.to_string(),
+                });
+            }
+        }
+        let id = self.inner.next_entry.fetch_add(1, Ordering::Relaxed);
+        let key: Arc<str> = tool.inner.name.clone();
+        if alias != name {
+            table.aliases.insert(alias, key.clone());
+        }
+        table.by_name.insert(key.clone(), Entry { id, tool });
+        Ok(ToolHandle {
+            registry: self.downgrade(),
+            name: key,
+            id,
+        })
+    }
+
+    fn unregister(&self, name: &str, id: u64) {
+        let mut table = self
+            .inner
+            .tools
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if table.by_name.get(name).is_some_and(|e| e.id == id) {
+            table.by_name.shift_remove(name);
+            let alias = tool_alias(name);
+            if table.aliases.get(&alias).is_some_and(|n| &**n == name) {
+                table.aliases.remove(&alias);
+            }
+        }
+    }
+
+    /// The registered tool named `name` (or whose alias is `name`).
+    pub fn get(&self, name: &str) -> Option<Tool> {
+        let table = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = table.by_name.get(name) {
+            return Some(e.tool.clone());
+        }
+        let real = table.aliases.get(name)?;
+        table.by_name.get(&**real).map(|e| e.tool.clone())
+    }
+
+    /// Every registered tool, in registration order.
+    pub fn tools(&self) -> Vec<Tool> {
+        let table = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        table.by_name.values().map(|e| e.tool.clone()).collect()
+    }
+
+    /// The names of every registered tool, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        let table = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        table.by_name.keys().map(|k| k.to_string()).collect()
+    }
+
+    /// The tools a program sees as `tools.*` (visible, not hidden from the sandbox).
+    pub fn sandbox_tools(&self) -> Vec<Tool> {
+        self.tools()
+            .into_iter()
+            .filter(|t| t.visibility() == Visibility::Visible)
+            .collect()
+    }
+
+    /// The model-facing projection of the visible tools: name, description and JSON
+    /// Schemas only (DESIGN §3).
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools()
+            .into_iter()
+            .filter(|t| t.visibility() != Visibility::Hidden)
+            .map(|t| t.schema())
+            .collect()
+    }
+
+    pub(crate) fn new_token(&self, call: u64) -> CallToken {
+        // splitmix64 of the call number and the registry's seed: unique per call, not
+        // guessable from the call id.
+        let mut z = call
+            .wrapping_add(self.inner.token_seed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        CallToken(z ^ (z >> 31))
+    }
+
+    /// Calls a tool with a fresh cancellation signal and the registry's agent.
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> impl Future<Output = Outcome> + Send + 'static {
+        self.dispatch(Request::new(name, arguments, CancellationToken::new()))
+    }
+
+    /// Runs one call through the whole pipeline (DESIGN §3): validation, policy, execute,
+    /// output check, render, post-execute, observers. Never panics and never fails: every
+    /// failure is an error [`Outcome`].
+    pub fn dispatch(&self, request: Request) -> impl Future<Output = Outcome> + Send + 'static {
+        super::pipeline::run(self.clone(), request)
+    }
+}
+
+fn check_name(name: &str) -> Result<(), RegisterError> {
+    let refuse = |reason: &str| {
+        Err(RegisterError::InvalidName {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        })
+    };
+    if name.is_empty() {
+        return refuse("it is empty");
+    }
+    if name.chars().count() > MAX_TOOL_NAME_LEN {
+        return refuse("it is longer than 128 characters");
+    }
+    if name.chars().any(char::is_control) {
+        return refuse("it contains control characters");
+    }
+    if RESERVED_TOOL_NAMES.contains(&name)
+        || RESERVED_TOOL_NAMES.contains(&tool_alias(name).as_str())
+    {
+        return refuse("the sandbox's `tools` object, promises or JSON use that name");
+    }
+    Ok(())
+}
+
+/// Keeps a tool registered; dropping it (or [`ToolHandle::dispose`]) unregisters the tool.
+///
+/// A handle only removes the registration it created: after a hot swap, dropping the old
+/// handle leaves the new definition in place.
+pub struct ToolHandle {
+    registry: WeakRegistry,
+    name: Arc<str>,
+    id: u64,
+}
+
+impl fmt::Debug for ToolHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolHandle")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ToolHandle {
+    /// The registered name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Unregisters the tool now.
+    pub fn dispose(self) {
+        drop(self);
+    }
+
+    /// Keeps the tool registered for the registry's whole life.
+    pub fn forget(mut self) {
+        self.registry = WeakRegistry(Weak::new());
+    }
+}
+
+impl Drop for ToolHandle {
+    fn drop(&mut self) {
+        if let Some(registry) = self.registry.upgrade() {
+            registry.unregister(&self.name, self.id);
+        }
+    }
+}
+
+/// One call to dispatch: which tool, its arguments, and its identity.
+///
+/// The cancellation `signal` is required (DESIGN §3): cancel it to cancel the call and
+/// everything it started.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+    pub(crate) signal: CancellationToken,
+    pub(crate) parent: Option<CallToken>,
+    pub(crate) agent: Option<Agent>,
+    pub(crate) nested: bool,
+}
+
+impl Request {
+    /// A call of `name` with `arguments`, cancelled through `signal`.
+    pub fn new(name: impl Into<String>, arguments: Value, signal: CancellationToken) -> Request {
+        Request {
+            name: name.into(),
+            arguments,
+            signal,
+            parent: None,
+            agent: None,
+            nested: false,
+        }
+    }
+
+    /// Marks the call as made by the call whose token is `parent`.
+    pub fn parent(mut self, parent: CallToken) -> Request {
+        self.parent = Some(parent);
+        self
+    }
+
+    /// The agent the call belongs to. Default: the registry's agent.
+    pub fn agent(mut self, agent: Agent) -> Request {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Marks the call as made from inside a `run_code` program: rendering and
+    /// `presentation_meta` are skipped, the program receives the canonical value.
+    pub fn nested(mut self, nested: bool) -> Request {
+        self.nested = nested;
+        self
+    }
+}

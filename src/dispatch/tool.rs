@@ -1,0 +1,445 @@
+//! A tool definition (DESIGN §3): name, description, schemas, renderer and `execute`.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::call::{Arguments, Exec};
+use super::card::{CallCard, ResultCard};
+use super::outcome::{Content, Outcome};
+use crate::schema::{DefinitionError, ParameterSchema, ValueSchema};
+
+/// Why a tool call failed. Model code sees only the message; the kind is for hosts,
+/// policies and observers (DESIGN §3: internal error codes never reach model code).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    kind: ErrorKind,
+    message: String,
+}
+
+/// The class of a failed call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The tool ran and reported a failure (an `Err` from `execute`).
+    Failed,
+    /// No visible tool has that name.
+    UnknownTool,
+    /// The arguments did not match the parameters schema.
+    InvalidArguments,
+    /// The output was not lossless JSON or did not match the output schema.
+    InvalidOutput,
+    /// A policy stage refused the call.
+    Denied,
+    /// The call's signal was cancelled.
+    Cancelled,
+    /// A deadline passed.
+    Timeout,
+    /// `execute`, a renderer or a hook panicked.
+    Panicked,
+    /// A runtime limit was reached (calls, bytes, …).
+    Limit,
+}
+
+impl ErrorKind {
+    /// A stable lower-case name for logs and host APIs (never shown to model code).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Failed => "failed",
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::InvalidOutput => "invalid_output",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Panicked => "panicked",
+            ErrorKind::Limit => "limit",
+        }
+    }
+}
+
+impl ToolError {
+    /// A failure of the tool itself, with a message the model can act on.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self::with_kind(ErrorKind::Failed, message)
+    }
+
+    /// A failure of the given kind.
+    pub fn with_kind(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The call was cancelled through its signal.
+    pub fn cancelled() -> Self {
+        Self::with_kind(ErrorKind::Cancelled, "the call was cancelled")
+    }
+
+    /// The class of the failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The model-facing message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(e: std::io::Error) -> Self {
+        ToolError::new(e.to_string())
+    }
+}
+
+/// The future `execute` returns.
+pub type ExecuteFuture = BoxFuture<'static, Result<Value, ToolError>>;
+
+/// Runs a tool. Implemented for every `Fn(Arguments, Exec) -> impl Future<Output =
+/// Result<Value, ToolError>>` closure, so a closure is a tool body.
+///
+/// `execute` must observe [`Exec::signal`]: when it is cancelled, stop and return
+/// [`ToolError::cancelled`] (DESIGN §3 "Cancellation").
+pub trait Execute: Send + Sync + 'static {
+    /// Starts the call.
+    fn execute(&self, args: Arguments, exec: Exec) -> ExecuteFuture;
+}
+
+impl<F, Fut> Execute for F
+where
+    F: Fn(Arguments, Exec) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn execute(&self, args: Arguments, exec: Exec) -> ExecuteFuture {
+        Box::pin(self(args, exec))
+    }
+}
+
+type RenderFn = dyn Fn(&Value, &Value) -> Vec<Content> + Send + Sync;
+type MetaFn = dyn Fn(&Value, &Value) -> Option<Value> + Send + Sync;
+type PresentCallFn = dyn Fn(&Value) -> CallCard + Send + Sync;
+type PresentResultFn = dyn Fn(&Value, &Outcome) -> ResultCard + Send + Sync;
+
+/// Whether a tool appears to models: in `tools` inside `run_code` and in
+/// [`Registry::schemas`](super::Registry::schemas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Visibility {
+    /// Shown everywhere (the default).
+    #[default]
+    Visible,
+    /// Callable directly by the host, but hidden from models: not in `tools`, not in
+    /// `schemas()`.
+    Hidden,
+    /// Shown in `schemas()` for direct calls, but not in `tools` inside programs (used by
+    /// `run_code` itself).
+    NotInSandbox,
+}
+
+/// A tool definition: what the model sees and what runs. Build one with [`Tool::builder`].
+///
+/// ```
+/// use codemode::{Tool, schema::{Node, ParameterSchema, ValueSchema}};
+/// let echo = Tool::builder("echo")
+///     .description("Echo the text back.")
+///     .parameters(ParameterSchema::new([("text", Node::string().required())]))
+///     .output(ValueSchema::new(Node::string()))
+///     .execute(|args, _exec| async move { Ok(args["text"].clone()) })
+///     .build()
+///     .unwrap();
+/// assert_eq!(echo.name(), "echo");
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) inner: Arc<ToolInner>,
+}
+
+pub(crate) struct ToolInner {
+    pub(crate) name: Arc<str>,
+    pub(crate) description: String,
+    pub(crate) parameters: ParameterSchema,
+    pub(crate) output: ValueSchema,
+    pub(crate) execute: Arc<dyn Execute>,
+    pub(crate) render: Option<Arc<RenderFn>>,
+    pub(crate) presentation_meta: Option<Arc<MetaFn>>,
+    pub(crate) present_call: Option<Arc<PresentCallFn>>,
+    pub(crate) present_result: Option<Arc<PresentResultFn>>,
+    pub(crate) validate_arguments: bool,
+    pub(crate) visibility: Visibility,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.inner.name)
+            .field("visibility", &self.inner.visibility)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Starts a definition named `name`.
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            description: String::new(),
+            parameters: ParameterSchema::empty(),
+            output: ValueSchema::default(),
+            execute: None,
+            render: None,
+            presentation_meta: None,
+            present_call: None,
+            present_result: None,
+            validate_arguments: true,
+            visibility: Visibility::Visible,
+        }
+    }
+
+    /// The name models call.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// What the model reads about the tool.
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The arguments schema.
+    pub fn parameters(&self) -> &ParameterSchema {
+        &self.inner.parameters
+    }
+
+    /// The canonical output schema.
+    pub fn output(&self) -> &ValueSchema {
+        &self.inner.output
+    }
+
+    /// Who sees the tool.
+    pub fn visibility(&self) -> Visibility {
+        self.inner.visibility
+    }
+
+    /// The model-facing projection: `{"name", "description", "input_schema",
+    /// "output_schema"}` with JSON Schema draft 2020-12.
+    pub fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.inner.name.to_string(),
+            description: self.inner.description.clone(),
+            input_schema: self.inner.parameters.to_json_schema(),
+            output_schema: self.inner.output.to_json_schema(),
+        }
+    }
+
+    /// The card a UI shows when a call of this tool starts. Falls back to the generic card
+    /// when the tool has no projector or its projector panics (malformed or old arguments).
+    pub fn present_call(&self, args: &Value) -> CallCard {
+        if let Some(f) = &self.inner.present_call
+            && let Ok(card) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args)))
+        {
+            return card;
+        }
+        CallCard::Generic {
+            title: self.inner.name.to_string(),
+            kind: "other".to_owned(),
+            raw_input: args.clone(),
+            locations: Vec::new(),
+        }
+    }
+
+    /// The card a UI shows for an outcome of this tool. Falls back to the generic card when
+    /// the tool has no projector or its projector panics.
+    pub fn present_result(&self, args: &Value, outcome: &Outcome) -> ResultCard {
+        if let Some(f) = &self.inner.present_result
+            && let Ok(card) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args, outcome)))
+        {
+            return card;
+        }
+        ResultCard::Generic {
+            title: self.inner.name.to_string(),
+            text: outcome.text(),
+            is_error: outcome.is_error(),
+            locations: Vec::new(),
+        }
+    }
+
+    /// Renders a successful value for the model: the tool's renderer, or by default a
+    /// string as itself and anything else as compact JSON.
+    pub(crate) fn render(&self, args: &Value, value: &Value) -> Vec<Content> {
+        match &self.inner.render {
+            Some(r) => r(args, value),
+            None => vec![Content::text(match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })],
+        }
+    }
+}
+
+/// The model-facing projection of a tool (what native tool calling and MCP list).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ToolSchema {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's description.
+    pub description: String,
+    /// Arguments, as JSON Schema draft 2020-12.
+    pub input_schema: Value,
+    /// Canonical output, as JSON Schema draft 2020-12.
+    pub output_schema: Value,
+}
+
+/// Builds a [`Tool`]; see [`Tool::builder`].
+pub struct ToolBuilder {
+    name: String,
+    description: String,
+    parameters: ParameterSchema,
+    output: ValueSchema,
+    execute: Option<Arc<dyn Execute>>,
+    render: Option<Arc<RenderFn>>,
+    presentation_meta: Option<Arc<MetaFn>>,
+    present_call: Option<Arc<PresentCallFn>>,
+    present_result: Option<Arc<PresentResultFn>>,
+    validate_arguments: bool,
+    visibility: Visibility,
+}
+
+/// Why a definition was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No `execute` was given.
+    #[error("tool `{0}` has no execute function")]
+    MissingExecute(String),
+    /// A schema has a definition error.
+    #[error("tool `{tool}`: {error}")]
+    Schema {
+        /// The tool's name.
+        tool: String,
+        /// The definition error.
+        error: DefinitionError,
+    },
+}
+
+impl ToolBuilder {
+    /// What the model reads about the tool. Default: empty.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = text.into();
+        self
+    }
+
+    /// The arguments schema. Default: no declared arguments (an open object).
+    pub fn parameters(mut self, schema: ParameterSchema) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// The canonical output schema. Default: `any`.
+    pub fn output(mut self, schema: ValueSchema) -> Self {
+        self.output = schema;
+        self
+    }
+
+    /// The body of the tool: `|args, exec| async move { … }` returning
+    /// `Result<serde_json::Value, ToolError>`.
+    pub fn execute<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Arguments, Exec) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.execute = Some(Arc::new(f));
+        self
+    }
+
+    /// The body of the tool, as an [`Execute`] implementation.
+    pub fn execute_with(mut self, body: impl Execute) -> Self {
+        self.execute = Some(Arc::new(body));
+        self
+    }
+
+    /// Renders a successful value for the model (`render(args, value) -> Vec<Content>`).
+    /// Default: a string as itself, anything else as compact JSON.
+    pub fn render(
+        mut self,
+        f: impl Fn(&Value, &Value) -> Vec<Content> + Send + Sync + 'static,
+    ) -> Self {
+        self.render = Some(Arc::new(f));
+        self
+    }
+
+    /// Projects durable presentation metadata from a successful call
+    /// (`presentation_meta(args, value) -> JSON`). Skipped for nested calls from `run_code`.
+    pub fn presentation_meta(
+        mut self,
+        f: impl Fn(&Value, &Value) -> Option<Value> + Send + Sync + 'static,
+    ) -> Self {
+        self.presentation_meta = Some(Arc::new(f));
+        self
+    }
+
+    /// The card a UI shows when the call starts (pure: it receives only the arguments).
+    pub fn present_call(mut self, f: impl Fn(&Value) -> CallCard + Send + Sync + 'static) -> Self {
+        self.present_call = Some(Arc::new(f));
+        self
+    }
+
+    /// The card a UI shows for the outcome (pure: it receives only arguments and outcome).
+    pub fn present_result(
+        mut self,
+        f: impl Fn(&Value, &Outcome) -> ResultCard + Send + Sync + 'static,
+    ) -> Self {
+        self.present_result = Some(Arc::new(f));
+        self
+    }
+
+    /// Skip argument validation: the tool validates its arguments itself.
+    /// Default: validation on.
+    pub fn validate_arguments(mut self, on: bool) -> Self {
+        self.validate_arguments = on;
+        self
+    }
+
+    /// Who sees the tool. Default: [`Visibility::Visible`].
+    pub fn visibility(mut self, visibility: Visibility) -> Self {
+        self.visibility = visibility;
+        self
+    }
+
+    /// Checks the schemas and finishes the definition.
+    ///
+    /// # Errors
+    /// [`BuildError::MissingExecute`] without `execute`; [`BuildError::Schema`] for a
+    /// definition error in either schema.
+    pub fn build(self) -> Result<Tool, BuildError> {
+        let Some(execute) = self.execute else {
+            return Err(BuildError::MissingExecute(self.name));
+        };
+        let schema_err = |error| BuildError::Schema {
+            tool: self.name.clone(),
+            error,
+        };
+        self.parameters.check().map_err(schema_err)?;
+        self.output.check().map_err(schema_err)?;
+        Ok(Tool {
+            inner: Arc::new(ToolInner {
+                name: Arc::from(self.name.as_str()),
+                description: self.description,
+                parameters: self.parameters,
+                output: self.output,
+                execute,
+                render: self.render,
+                presentation_meta: self.presentation_meta,
+                present_call: self.present_call,
+                present_result: self.present_result,
+                validate_arguments: self.validate_arguments,
+                visibility: self.visibility,
+            }),
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! codemode: a runtime for Code Mode.
+//!
+//! A model writes one JavaScript or TypeScript program; [`run_code_tool`] runs it in a
+//! sandboxed QuickJS engine where every visible tool is `await tools.<name>(args)`. Each such
+//! call re-enters the same dispatch pipeline as a direct call ([`Registry::dispatch`]):
+//! argument validation, execution with a cancellation signal, output validation.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use codemode::{Registry, RunCodeConfig, Tool, run_code_tool};
+//! use codemode::schema::{Node, ParameterSchema};
+//!
+//! let registry = Registry::new();
+//! let add = Tool::builder("add")
+//!     .description("Add two numbers.")
+//!     .parameters(ParameterSchema::new([
+//!         ("a", Node::number().required()),
+//!         ("b", Node::number().required()),
+//!     ]))
+//!     .execute(|args, _exec| async move {
+//!         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+//!         Ok(serde_json::json!(sum))
+//!     })
+//!     .build()
+//!     .unwrap();
+//! let _add = registry.register(add).unwrap();
+//! let _run = registry.register(run_code_tool(RunCodeConfig::default())).unwrap();
+//!
+//! let outcome = registry
+//!     .call("run_code", serde_json::json!({"code": "const [x, y] = await Promise.all([tools.add({a: 1, b: 2}), tools.add({a: 3, b: 4})]);\nx * y"}))
+//!     .await;
+//! assert_eq!(outcome.value().unwrap()["result"], 21);
+//! # });
+//! ```
+//!
+//! The contract is `DESIGN.md`; the modules follow its sections: [`schema`] (§1), values
+//! (§2), dispatch (§3), the sandbox and `run_code` (§5), declarations (§6, the
+//! `codemode-codegen` crate), and the command line (§7, the `codemode` binary).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod builtin;
+mod dispatch;
+mod run_code;
+mod sandbox;
+pub mod schema;
+mod value;
+
+pub use builtin::FileTools;
+pub use dispatch::{
+    Agent, AgentDisposed, Arguments, BuildError, CallCard, CallId, CallToken, Content, ErrorKind,
+    Exec, Execute, ExecuteFuture, Hunk, Injection, Location, MAX_TOOL_NAME_LEN, Outcome,
+    RESERVED_TOOL_NAMES, RegisterError, Registry, Request, ResultCard, SearchGroup, SearchMatch,
+    Tool, ToolBuilder, ToolError, ToolHandle, ToolSchema, Visibility, tool_alias,
+};
+pub use run_code::{RUN_CODE, RunCodeConfig, render_text, run_code_output_schema, run_code_tool};
+pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError};
+pub use value::{MAX_DEPTH, is_identifier, json_type_name};
+
+/// The TypeScript declarations (DESIGN §6) of the tools a program in `registry` sees:
+/// `ToolArgsMap`, `ToolOutputMap`, `tools` and `ToolCallError`.
+///
+/// # Errors
+/// When two tools would share a member of `tools` (registration normally prevents it).
+pub fn declarations(registry: &Registry) -> Result<String, codemode_codegen::DeclarationError> {
+    let decls: Vec<codemode_codegen::ToolDecl> = registry
+        .sandbox_tools()
+        .iter()
+        .map(|t| {
+            let alias = tool_alias(t.name());
+            codemode_codegen::ToolDecl {
+                name: t.name().to_owned(),
+                alias: (alias != t.name()).then_some(alias),
+                description: t.description().to_owned(),
+                input_schema: t.parameters().to_json_schema(),
+                output_schema: t.output().to_json_schema(),
+            }
+        })
+        .collect();
+    codemode_codegen::declarations(&decls)
+}

@@ -1,0 +1,531 @@
+//! Values across the boundary (DESIGN §2), in one recursive pass each way, without a
+//! `JSON.stringify` round trip.
+//!
+//! JS → JSON ([`ToJson`]):
+//! - keys keep their order; `__proto__` and `constructor` are ordinary keys;
+//! - integral numbers become JSON integers; `-0` stays `-0`; `NaN` and `±Infinity` are
+//!   errors;
+//! - a `BigInt` becomes the exact integer;
+//! - `toJSON` is honoured (so a `Date` becomes its ISO string); a throwing `toJSON` or getter
+//!   fails this conversion only;
+//! - `undefined` members are dropped; `undefined` in an array, functions, symbols, cycles,
+//!   `Map`, `Set`, `WeakMap`, `WeakSet`, typed arrays, `ArrayBuffer`, `DataView` and promises
+//!   are errors that name the path (with a hint for the convertible ones);
+//! - an `Error` becomes `{"name", "message", …its enumerable own properties}`;
+//! - strings with a lone surrogate are errors (JSON text must be valid Unicode);
+//! - nesting deeper than [`MAX_DEPTH`] is an error, never a host stack overflow.
+//!
+//! JSON → JS ([`json_to_js`]): properties are *defined*, never assigned, so setters a program
+//! installed on `Object.prototype` or `Array.prototype` never run; integers beyond the safe
+//! range become `BigInt`.
+
+use rquickjs::object::Property;
+use rquickjs::{Array, BigInt, Coerced, Ctx, Filter, Function, Object, Type, Value};
+use serde_json::{Map, Number};
+
+use crate::value::{MAX_DEPTH, PathSeg};
+
+/// Largest integer a JS number holds exactly: 2^53 − 1.
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Built-ins captured before any program code runs, so that a program replacing
+/// `globalThis.Map` (or anything else) cannot change how values convert.
+pub(crate) struct Primordials<'js> {
+    pub(crate) object_prototype: Object<'js>,
+    pub(crate) array_prototype: Object<'js>,
+    pub(crate) bigint: Function<'js>,
+    classes: Vec<(&'static str, &'static str, Object<'js>)>,
+    array_buffer_is_view: Function<'js>,
+}
+
+impl<'js> Primordials<'js> {
+    /// Reads the built-ins from `source` (the prelude's frozen primordials object).
+    pub(crate) fn capture(source: &Object<'js>) -> rquickjs::Result<Self> {
+        let get = |key: &str| source.get::<_, Object<'js>>(key);
+        let mut classes = Vec::new();
+        for (name, hint) in [
+            ("Map", "convert it with Object.fromEntries(map) or [...map]"),
+            ("Set", "convert it with [...set]"),
+            ("WeakMap", "a WeakMap cannot be listed; use a plain object"),
+            ("WeakSet", "a WeakSet cannot be listed; use an array"),
+            (
+                "ArrayBuffer",
+                "convert it with Array.from(new Uint8Array(buffer))",
+            ),
+            ("Promise", "await it first"),
+            ("RegExp", "convert it with String(regexp)"),
+            ("WeakRef", "use the value it refers to"),
+        ] {
+            classes.push((name, hint, get(name)?));
+        }
+        Ok(Primordials {
+            object_prototype: get("ObjectPrototype")?,
+            array_prototype: get("ArrayPrototype")?,
+            bigint: source.get("BigInt")?,
+            classes,
+            array_buffer_is_view: source.get("ArrayBufferIsView")?,
+        })
+    }
+}
+
+/// Why a JS value could not become JSON.
+pub(crate) enum ConvertError {
+    /// The value is not JSON: the path and what to do.
+    Invalid(String),
+    /// The engine threw an uncatchable exception (interrupt, out of memory): propagate it.
+    Engine(rquickjs::Error),
+}
+
+impl From<rquickjs::Error> for ConvertError {
+    fn from(e: rquickjs::Error) -> Self {
+        ConvertError::Engine(e)
+    }
+}
+
+/// Converts JS values to JSON, tracking cycles and size.
+pub(crate) struct ToJson<'a, 'js> {
+    ctx: &'a Ctx<'js>,
+    prim: &'a Primordials<'js>,
+    /// Objects being converted, for cycle detection.
+    stack: Vec<Object<'js>>,
+    /// Approximate JSON text bytes produced so far.
+    bytes: usize,
+    max_bytes: usize,
+    /// What the size limit is called in messages ("tool input", …).
+    limit_name: &'static str,
+}
+
+impl<'a, 'js> ToJson<'a, 'js> {
+    pub(crate) fn new(
+        ctx: &'a Ctx<'js>,
+        prim: &'a Primordials<'js>,
+        max_bytes: usize,
+        limit_name: &'static str,
+    ) -> Self {
+        ToJson {
+            ctx,
+            prim,
+            stack: Vec::new(),
+            bytes: 0,
+            max_bytes,
+            limit_name,
+        }
+    }
+
+    fn add_bytes(&mut self, n: usize, path: &PathSeg<'_>) -> Result<(), ConvertError> {
+        self.bytes += n;
+        if self.bytes > self.max_bytes {
+            return Err(ConvertError::Invalid(format!(
+                "{path}: the value is larger than the {} limit of {} bytes",
+                self.limit_name, self.max_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Converts a top-level value. `Ok(None)` means `undefined` (or a function/symbol, which
+    /// are refused below the top level too): the caller decides what that means.
+    pub(crate) fn convert_root(
+        &mut self,
+        value: Value<'js>,
+        path: &PathSeg<'_>,
+    ) -> Result<Option<serde_json::Value>, ConvertError> {
+        if value.is_undefined() {
+            return Ok(None);
+        }
+        self.convert(value, "", path, 0).map(Some)
+    }
+
+    fn thrown(&self, what: &str, path: &PathSeg<'_>) -> ConvertError {
+        let caught = self.ctx.catch();
+        if caught.is_uncatchable_error() {
+            // Re-raise: an interrupt or out-of-memory must end the run.
+            return ConvertError::Engine(self.ctx.throw(caught));
+        }
+        ConvertError::Invalid(format!(
+            "{path}: {what} threw: {}",
+            describe_thrown(&caught)
+        ))
+    }
+
+    fn convert(
+        &mut self,
+        value: Value<'js>,
+        key: &str,
+        path: &PathSeg<'_>,
+        depth: usize,
+    ) -> Result<serde_json::Value, ConvertError> {
+        match value.type_of() {
+            Type::Null => {
+                self.add_bytes(4, path)?;
+                Ok(serde_json::Value::Null)
+            }
+            Type::Bool => {
+                self.add_bytes(5, path)?;
+                Ok(serde_json::Value::Bool(value.as_bool().unwrap_or(false)))
+            }
+            Type::Int => {
+                self.add_bytes(11, path)?;
+                Ok(serde_json::Value::Number(
+                    value.as_int().unwrap_or(0).into(),
+                ))
+            }
+            Type::Float => {
+                self.add_bytes(24, path)?;
+                let f = value.as_float().unwrap_or(f64::NAN);
+                number_from_f64(f)
+                    .map(serde_json::Value::Number)
+                    .ok_or_else(|| {
+                        ConvertError::Invalid(format!(
+                            "{path}: {} is not JSON (only finite numbers are)",
+                            if f.is_nan() {
+                                "NaN".to_owned()
+                            } else if f > 0.0 {
+                                "Infinity".to_owned()
+                            } else {
+                                "-Infinity".to_owned()
+                            }
+                        ))
+                    })
+            }
+            Type::String => {
+                let s = value.as_string().map(|s| s.to_string()).transpose();
+                match s {
+                    Ok(Some(s)) => {
+                        self.add_bytes(s.len() + 2, path)?;
+                        Ok(serde_json::Value::String(s))
+                    }
+                    Ok(None) => Ok(serde_json::Value::Null),
+                    Err(rquickjs::Error::Utf8(_)) => Err(ConvertError::Invalid(format!(
+                        "{path}: the string contains a lone surrogate (half of a UTF-16 pair), which JSON text cannot carry; remove it or replace it with \\uFFFD"
+                    ))),
+                    Err(e) => Err(ConvertError::Engine(e)),
+                }
+            }
+            Type::BigInt => {
+                let text: Coerced<String> = value.get()?;
+                self.add_bytes(text.0.len(), path)?;
+                let n: Number = serde_json::from_str(&text.0).map_err(|_| {
+                    ConvertError::Invalid(format!("{path}: BigInt {} could not be read", text.0))
+                })?;
+                Ok(serde_json::Value::Number(n))
+            }
+            Type::Undefined | Type::Uninitialized => Err(ConvertError::Invalid(format!(
+                "{path}: undefined is not JSON here (use null, or leave the member out)"
+            ))),
+            Type::Symbol => Err(ConvertError::Invalid(format!(
+                "{path}: a Symbol is not JSON"
+            ))),
+            Type::Function | Type::Constructor => Err(ConvertError::Invalid(format!(
+                "{path}: a function is not JSON (call it and pass its result)"
+            ))),
+            Type::Module | Type::Unknown => Err(ConvertError::Invalid(format!(
+                "{path}: this value is not JSON"
+            ))),
+            Type::Promise => Err(ConvertError::Invalid(format!(
+                "{path}: a Promise is not JSON (await it first)"
+            ))),
+            Type::Array | Type::Object | Type::Exception | Type::Proxy => {
+                let Some(obj) = value.as_object().cloned() else {
+                    return Err(ConvertError::Invalid(format!(
+                        "{path}: this value is not JSON"
+                    )));
+                };
+                self.convert_object(obj, value.type_of(), key, path, depth)
+            }
+        }
+    }
+
+    fn convert_object(
+        &mut self,
+        obj: Object<'js>,
+        ty: Type,
+        key: &str,
+        path: &PathSeg<'_>,
+        depth: usize,
+    ) -> Result<serde_json::Value, ConvertError> {
+        if depth >= MAX_DEPTH {
+            return Err(ConvertError::Invalid(format!(
+                "{path}: the value nests deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        // toJSON first, as JSON.stringify does.
+        let to_json: Value<'js> = match obj.get("toJSON") {
+            Ok(v) => v,
+            Err(rquickjs::Error::Exception) => return Err(self.thrown("reading toJSON", path)),
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(f) = to_json.as_function() {
+            let replaced: Value<'js> = match f.call((rquickjs::function::This(obj.clone()), key)) {
+                Ok(v) => v,
+                Err(rquickjs::Error::Exception) => return Err(self.thrown("toJSON()", path)),
+                Err(e) => return Err(e.into()),
+            };
+            if replaced.is_undefined() {
+                return Err(ConvertError::Invalid(format!(
+                    "{path}: toJSON() returned undefined"
+                )));
+            }
+            if replaced.as_object().is_some_and(|o| *o == obj) {
+                // toJSON returned the object itself: convert its members.
+            } else {
+                return self.convert(replaced, key, path, depth + 1);
+            }
+        }
+        if self.stack.contains(&obj) {
+            return Err(ConvertError::Invalid(format!(
+                "{path}: the value is cyclic (it contains itself)"
+            )));
+        }
+        let is_array = matches!(ty, Type::Array);
+        let proto = obj.get_prototype();
+        let plain = match &proto {
+            None => true,
+            Some(p) => {
+                *p == self.prim.object_prototype || (is_array && *p == self.prim.array_prototype)
+            }
+        };
+        if !plain
+            && !is_array
+            && !matches!(ty, Type::Exception)
+            && let Some(msg) = self.unsupported(&obj)
+        {
+            return Err(ConvertError::Invalid(format!("{path}: {msg}")));
+        }
+        self.stack.push(obj.clone());
+        let result = if is_array {
+            self.convert_array(&obj, path, depth)
+        } else {
+            self.convert_members(&obj, matches!(ty, Type::Exception), path, depth)
+        };
+        self.stack.pop();
+        result
+    }
+
+    /// A message when `obj` is a built-in that is not JSON.
+    fn unsupported(&self, obj: &Object<'js>) -> Option<String> {
+        for (name, hint, ctor) in &self.prim.classes {
+            if obj.is_instance_of(ctor) {
+                return Some(format!("a {name} is not JSON; {hint}"));
+            }
+        }
+        let is_view: bool = self
+            .prim
+            .array_buffer_is_view
+            .call((obj.clone(),))
+            .unwrap_or(false);
+        if is_view {
+            return Some(
+                "a typed array or DataView is not JSON; convert it with Array.from(view)"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+
+    fn convert_array(
+        &mut self,
+        obj: &Object<'js>,
+        path: &PathSeg<'_>,
+        depth: usize,
+    ) -> Result<serde_json::Value, ConvertError> {
+        let len: Value<'js> = match obj.get("length") {
+            Ok(v) => v,
+            Err(rquickjs::Error::Exception) => return Err(self.thrown("reading length", path)),
+            Err(e) => return Err(e.into()),
+        };
+        let len = len.as_number().unwrap_or(0.0);
+        // Each element takes at least one byte of JSON text: refuse huge sparse arrays
+        // before walking them.
+        if len > (self.max_bytes.saturating_sub(self.bytes)) as f64 {
+            return Err(ConvertError::Invalid(format!(
+                "{path}: an array of {len} elements is larger than the {} limit of {} bytes",
+                self.limit_name, self.max_bytes
+            )));
+        }
+        let len = len as usize;
+        self.add_bytes(2, path)?;
+        let mut out = Vec::with_capacity(len.min(1 << 16));
+        let mut index_key = String::new();
+        for i in 0..len {
+            let item: Value<'js> = obj.get(i as u32).map_err(|e| match e {
+                rquickjs::Error::Exception => self.thrown("reading an element", &path.index(i)),
+                e => e.into(),
+            })?;
+            let p = path.index(i);
+            if item.is_undefined() {
+                return Err(ConvertError::Invalid(format!(
+                    "{p}: undefined is not JSON in an array (use null)"
+                )));
+            }
+            index_key.clear();
+            use std::fmt::Write as _;
+            let _ = write!(index_key, "{i}");
+            out.push(self.convert(item, &index_key, &p, depth + 1)?);
+            self.add_bytes(1, path)?;
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+
+    fn convert_members(
+        &mut self,
+        obj: &Object<'js>,
+        is_error: bool,
+        path: &PathSeg<'_>,
+        depth: usize,
+    ) -> Result<serde_json::Value, ConvertError> {
+        let mut map = Map::new();
+        self.add_bytes(2, path)?;
+        if is_error {
+            for key in ["name", "message"] {
+                if let Ok(v) = obj.get::<_, Coerced<String>>(key) {
+                    self.add_bytes(key.len() + v.0.len() + 6, path)?;
+                    map.insert(key.to_owned(), serde_json::Value::String(v.0));
+                }
+            }
+        }
+        let keys = obj.own_keys::<rquickjs::Atom<'js>>(Filter::new().string().enum_only());
+        for atom in keys {
+            let atom = match atom {
+                Ok(a) => a,
+                Err(rquickjs::Error::Exception) => return Err(self.thrown("listing keys", path)),
+                Err(e) => return Err(e.into()),
+            };
+            let key = match atom.to_string() {
+                Ok(k) => k,
+                Err(rquickjs::Error::Utf8(_)) => {
+                    return Err(ConvertError::Invalid(format!(
+                        "{path}: a key contains a lone surrogate, which JSON text cannot carry"
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let member_path = path.key(&key);
+            let v: Value<'js> = match obj.get(atom) {
+                Ok(v) => v,
+                Err(rquickjs::Error::Exception) => {
+                    return Err(self.thrown("a getter", &member_path));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if v.is_undefined() {
+                continue;
+            }
+            self.add_bytes(key.len() + 4, &member_path)?;
+            let converted = self.convert(v, &key, &member_path, depth + 1)?;
+            map.insert(key, converted);
+        }
+        Ok(serde_json::Value::Object(map))
+    }
+}
+
+/// A readable description of a thrown value: `Error: message` or the value itself.
+pub(crate) fn describe_thrown(value: &Value<'_>) -> String {
+    if let Some(obj) = value.as_object() {
+        let text = |key: &str| {
+            obj.get::<_, Value<'_>>(key)
+                .ok()
+                .and_then(|v| v.as_string().and_then(|s| s.to_string().ok()))
+        };
+        match (text("name"), text("message")) {
+            (Some(n), Some(m)) if !m.is_empty() => return format!("{n}: {m}"),
+            (None, Some(m)) if !m.is_empty() => return m,
+            (Some(n), _) if value.is_error() => return n,
+            _ => {}
+        }
+    }
+    if value.is_null() {
+        return "null".to_owned();
+    }
+    if value.is_undefined() {
+        return "undefined".to_owned();
+    }
+    match value.get::<Coerced<String>>() {
+        Ok(s) => s.0,
+        Err(_) => "a value that cannot be shown".to_owned(),
+    }
+}
+
+/// The JSON number of a finite `f64`: integral values below 1e21 print as integers (as
+/// `JSON.stringify` does), `-0` stays `-0`.
+pub(crate) fn number_from_f64(f: f64) -> Option<Number> {
+    if !f.is_finite() {
+        return None;
+    }
+    if f == 0.0 && f.is_sign_negative() {
+        return serde_json::from_str("-0").ok();
+    }
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        return Number::from_i128(f as i128);
+    }
+    Number::from_f64(f)
+}
+
+/// Converts JSON to a JS value, defining (never assigning) every property.
+///
+/// # Errors
+/// Engine errors only (out of memory, an interrupt).
+pub(crate) fn json_to_js<'js>(
+    ctx: &Ctx<'js>,
+    prim: &Primordials<'js>,
+    value: &serde_json::Value,
+) -> rquickjs::Result<Value<'js>> {
+    Ok(match value {
+        serde_json::Value::Null => Value::new_null(ctx.clone()),
+        serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), *b),
+        serde_json::Value::Number(n) => number_to_js(ctx, prim, n)?,
+        serde_json::Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
+        serde_json::Value::Array(items) => {
+            let array = Array::new(ctx.clone())?;
+            for (i, item) in items.iter().enumerate() {
+                let v = json_to_js(ctx, prim, item)?;
+                array.as_object().prop(
+                    i as u32,
+                    Property::from(v).writable().enumerable().configurable(),
+                )?;
+            }
+            array.into_value()
+        }
+        serde_json::Value::Object(map) => {
+            let obj = Object::new(ctx.clone())?;
+            for (k, item) in map {
+                let v = json_to_js(ctx, prim, item)?;
+                obj.prop(
+                    k.as_str(),
+                    Property::from(v).writable().enumerable().configurable(),
+                )?;
+            }
+            obj.into_value()
+        }
+    })
+}
+
+fn number_to_js<'js>(
+    ctx: &Ctx<'js>,
+    prim: &Primordials<'js>,
+    n: &Number,
+) -> rquickjs::Result<Value<'js>> {
+    let text = n.as_str();
+    if text.contains(['.', 'e', 'E']) {
+        return Ok(Value::new_float(
+            ctx.clone(),
+            text.parse::<f64>().unwrap_or(f64::NAN),
+        ));
+    }
+    if text == "-0" {
+        return Ok(Value::new_float(ctx.clone(), -0.0));
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
+            return Ok(match i32::try_from(i) {
+                Ok(small) => Value::new_int(ctx.clone(), small),
+                Err(_) => Value::new_float(ctx.clone(), i as f64),
+            });
+        }
+        return Ok(BigInt::from_i64(ctx.clone(), i)?.into_value());
+    }
+    if let Ok(u) = text.parse::<u64>() {
+        return Ok(BigInt::from_u64(ctx.clone(), u)?.into_value());
+    }
+    prim.bigint.call((text,))
+}

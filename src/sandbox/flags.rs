@@ -1,0 +1,84 @@
+//! Why a run must stop, shared by the interrupt handler, the allocator, the watchdog and the
+//! driver.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// The reason a run was stopped from outside the program. The first reason wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// The wall-clock timeout passed.
+    Timeout,
+    /// The memory limit was reached (even if the program caught the error).
+    OutOfMemory,
+    /// The `run_code` call was cancelled.
+    Cancelled,
+}
+
+pub(crate) struct RunFlags {
+    deadline: Instant,
+    stop: AtomicU8,
+    peak: AtomicUsize,
+}
+
+impl RunFlags {
+    pub(crate) fn new(deadline: Instant) -> Self {
+        RunFlags {
+            deadline,
+            stop: AtomicU8::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    fn set(&self, reason: StopReason) {
+        let code = match reason {
+            StopReason::Timeout => 1,
+            StopReason::OutOfMemory => 2,
+            StopReason::Cancelled => 3,
+        };
+        let _ = self
+            .stop
+            .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    pub(crate) fn out_of_memory(&self) {
+        self.set(StopReason::OutOfMemory);
+    }
+
+    pub(crate) fn cancel(&self) {
+        self.set(StopReason::Cancelled);
+    }
+
+    pub(crate) fn time_out(&self) {
+        self.set(StopReason::Timeout);
+    }
+
+    pub(crate) fn record_usage(&self, used: usize) {
+        self.peak.fetch_max(used, Ordering::Relaxed);
+    }
+
+    /// The interrupt handler: true stops the engine with an uncatchable exception.
+    pub(crate) fn should_interrupt(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) != 0 {
+            return true;
+        }
+        if Instant::now() >= self.deadline {
+            self.time_out();
+            return true;
+        }
+        false
+    }
+
+    pub(crate) fn reason(&self) -> Option<StopReason> {
+        match self.stop.load(Ordering::SeqCst) {
+            1 => Some(StopReason::Timeout),
+            2 => Some(StopReason::OutOfMemory),
+            3 => Some(StopReason::Cancelled),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The QuickJS sandbox (DESIGN §5 "Sandbox"): the only module that names rquickjs types.
+//!
+//! One run = a fresh engine runtime and context, the prelude (`js-prelude/`), the program,
+//! and an event loop that drives the program's tool calls through the dispatch pipeline on
+//! the same task. Nothing survives between runs.
+
+mod alloc;
+mod convert;
+mod driver;
+mod flags;
+mod limits;
+mod logs;
+mod prelude;
+mod report;
+mod source;
+
+pub use limits::Limits;
+pub use logs::{LogEntry, LogLevel};
+pub use report::{CallRecord, CallStatus, ProgramError};
+
+pub(crate) use driver::{RunRequest, run};

@@ -1,0 +1,609 @@
+//! From the text a model wrote to the JavaScript the engine runs (DESIGN §5 "Program form").
+//!
+//! 1. Markdown fences are removed (the first fenced block is the program; prose around it
+//!    is ignored).
+//! 2. The program is parsed as a TypeScript module with swc, to report syntax errors with
+//!    line and column and to recognise its form: a body with top-level `return` and
+//!    `await`, a last expression statement (its value is the result), `export default
+//!    <expr>` (called when it is a function), an `async function main()` never called
+//!    (it is called).
+//! 3. The body is wrapped as `(async function program() {` … `})` on the same first line
+//!    and stripped of TypeScript syntax with `swc_ts_fast_strip` (types become spaces, so
+//!    lines and columns are kept).
+//!
+//! Every edit is recorded so that positions the engine reports map back to the model's own
+//! source ([`Program::original_position`]).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use swc_common::errors::{DiagnosticBuilder, Emitter, Handler};
+use swc_common::sync::Lrc;
+use swc_common::{BytePos, GLOBALS, Globals, SourceMap, Span, Spanned};
+use swc_ecma_ast::{
+    Decl, ExportDefaultDecl, ExportDefaultExpr, Ident, ImportDecl, Module, ModuleDecl, ModuleItem,
+    Stmt,
+};
+use swc_ecma_parser::error::SyntaxError;
+use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
+use swc_ecma_visit::{Visit, VisitWith};
+
+/// The text put before the program body, on its first line.
+const PREFIX: &str = "(async function program() {";
+/// The text put after the program body.
+const SUFFIX: &str = "\n})";
+
+/// A program ready to evaluate.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    /// JavaScript whose completion value is the async function to call.
+    pub(crate) code: String,
+    /// When the program was `export default <expr>`: call the value if it is a function.
+    pub(crate) call_default: bool,
+    map: PositionMap,
+}
+
+/// A program that cannot run, with its position in the model's own source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceError {
+    pub(crate) name: &'static str,
+    pub(crate) message: String,
+    pub(crate) line: Option<u32>,
+    pub(crate) column: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PositionMap {
+    /// Lines of prose and fence before the program in the model's text.
+    line_offset: u32,
+    /// Insertions into the body: (0-based line, 0-based char column where inserted,
+    /// inserted chars).
+    insertions: Vec<(u32, u32, u32)>,
+}
+
+impl Program {
+    /// Maps a 1-based (line, column) in [`Program::code`] to the model's source; `None`
+    /// for a position in the wrapper around the program (QuickJS reports the start of the
+    /// program's function for some errors in declarations: no position beats a wrong one).
+    pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
+        if line == 1 && (column as usize) <= PREFIX.chars().count() {
+            return None;
+        }
+        Some(self.map.original(line, column))
+    }
+}
+
+impl PositionMap {
+    fn original(&self, line: u32, column: u32) -> (u32, u32) {
+        let l0 = line.saturating_sub(1);
+        let mut c0 = column.saturating_sub(1);
+        if l0 == 0 {
+            c0 = c0.saturating_sub(PREFIX.chars().count() as u32);
+        }
+        let mut shift = 0;
+        for &(il, ic, len) in &self.insertions {
+            if il == l0 && ic <= c0.saturating_sub(shift) {
+                shift += len;
+            }
+        }
+        c0 = c0.saturating_sub(shift);
+        (l0 + 1 + self.line_offset, c0 + 1)
+    }
+}
+
+/// Prepares `source` to run.
+///
+/// # Errors
+/// A [`SourceError`] for a syntax error, a construct that cannot run (an `import`, a
+/// TypeScript `enum` or `namespace`), or a program that only declares functions and calls
+/// none.
+pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
+    let (body, line_offset) = unfence(source);
+    let mut map = PositionMap {
+        line_offset,
+        insertions: Vec::new(),
+    };
+    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
+    let plan = plan_edits(body, &module).map_err(|e| e.shifted(line_offset))?;
+
+    let mut edited = String::with_capacity(PREFIX.len() + body.len() + SUFFIX.len() + 32);
+    edited.push_str(PREFIX);
+    let mut last = 0usize;
+    for edit in &plan.edits {
+        edited.push_str(&body[last..edit.start]);
+        match &edit.kind {
+            EditKind::Insert(text) => {
+                let (line, col) = line_col(body, edit.start);
+                map.insertions
+                    .push((line, col, text.chars().count() as u32));
+                edited.push_str(text);
+                last = edit.start;
+            }
+            EditKind::Replace { end, text } => {
+                edited.push_str(text);
+                last = *end;
+            }
+        }
+    }
+    edited.push_str(&body[last..]);
+    if let Some(tail) = &plan.append {
+        edited.push('\n');
+        edited.push_str(tail);
+    }
+    edited.push_str(SUFFIX);
+
+    let code = strip_types(edited).map_err(|mut e| {
+        if let (Some(l), Some(c)) = (e.line, e.column) {
+            let (l, c) = map.original(l, c);
+            e.line = Some(l);
+            e.column = Some(c);
+        }
+        e
+    })?;
+    Ok(Program {
+        code,
+        call_default: plan.call_default,
+        map,
+    })
+}
+
+impl SourceError {
+    fn shifted(mut self, lines: u32) -> Self {
+        if let Some(l) = self.line.as_mut() {
+            *l += lines;
+        }
+        self
+    }
+}
+
+/// Finds the program inside markdown fences. Returns the body and how many lines precede
+/// it in `source`.
+fn unfence(source: &str) -> (&str, u32) {
+    let is_fence = |line: &str| {
+        let t = line.trim_start_matches(' ');
+        line.len() - t.len() <= 3 && (t.starts_with("```") || t.starts_with("~~~"))
+    };
+    if !source.lines().any(is_fence) {
+        return (source, 0);
+    }
+    // Blocks: (tag, body start byte, body end byte, lines before body).
+    let mut blocks: Vec<(String, usize, usize, u32)> = Vec::new();
+    let mut offset = 0usize;
+    let mut open: Option<(String, usize, u32)> = None;
+    for (index, line) in source.split_inclusive('\n').enumerate() {
+        let content = line.trim_end_matches(['\n', '\r']);
+        if is_fence(content) {
+            match open.take() {
+                None => {
+                    let tag = content
+                        .trim_start_matches(' ')
+                        .trim_start_matches(['`', '~'])
+                        .trim()
+                        .to_ascii_lowercase();
+                    open = Some((tag, offset + line.len(), index as u32 + 1));
+                }
+                Some((tag, start, lines)) => blocks.push((tag, start, offset, lines)),
+            }
+        }
+        offset += line.len();
+    }
+    if let Some((tag, start, lines)) = open {
+        blocks.push((tag, start, source.len(), lines));
+    }
+    let code_tag = |t: &str| {
+        let t = t.split_whitespace().next().unwrap_or("");
+        matches!(
+            t,
+            "" | "js" | "javascript" | "ts" | "typescript" | "mjs" | "jsx" | "tsx"
+        )
+    };
+    let chosen = blocks
+        .iter()
+        .find(|b| code_tag(&b.0))
+        .or_else(|| blocks.first());
+    match chosen {
+        Some((_, start, end, lines)) => (&source[*start..*end], *lines),
+        None => (source, 0),
+    }
+}
+
+/// 0-based line and char column of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (u32, u32) {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() as u32;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() as u32;
+    (line, col)
+}
+
+fn position_error(text: &str, offset: usize, message: String) -> SourceError {
+    let (line, col) = line_col(text, offset.min(text.len()));
+    SourceError {
+        name: "SyntaxError",
+        message,
+        line: Some(line + 1),
+        column: Some(col + 1),
+    }
+}
+
+fn ts_syntax() -> Syntax {
+    Syntax::Typescript(TsSyntax {
+        tsx: false,
+        decorators: true,
+        ..Default::default()
+    })
+}
+
+fn parse(body: &str) -> Result<Module, SourceError> {
+    let start = BytePos(1);
+    let input = StringInput::new(body, start, BytePos(1 + body.len() as u32));
+    let mut parser = Parser::new(ts_syntax(), input, None);
+    let offset = |span: Span| (span.lo.0.saturating_sub(start.0)) as usize;
+    let module = parser.parse_module();
+    let errors: Vec<_> = parser
+        .take_errors()
+        .into_iter()
+        .filter(|e| !matches!(e.kind(), SyntaxError::ReturnNotAllowed))
+        .collect();
+    match module {
+        Err(e) => Err(position_error(
+            body,
+            offset(e.span()),
+            e.kind().msg().into_owned(),
+        )),
+        Ok(_) if !errors.is_empty() => {
+            let e = &errors[0];
+            Err(position_error(
+                body,
+                offset(e.span()),
+                e.kind().msg().into_owned(),
+            ))
+        }
+        Ok(m) => Ok(m),
+    }
+}
+
+enum EditKind {
+    Insert(&'static str),
+    Replace { end: usize, text: String },
+}
+
+struct Edit {
+    start: usize,
+    kind: EditKind,
+}
+
+struct Plan {
+    edits: Vec<Edit>,
+    append: Option<String>,
+    call_default: bool,
+}
+
+/// Spaces of the same length as `text[start..end]`, keeping its line breaks.
+fn blank(text: &str, start: usize, end: usize) -> String {
+    text[start..end]
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { c } else { ' ' })
+        .collect()
+}
+
+fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
+    let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
+    let mut edits = Vec::new();
+    let mut call_default = false;
+    for item in &module.body {
+        let ModuleItem::ModuleDecl(decl) = item else {
+            continue;
+        };
+        match decl {
+            ModuleDecl::Import(ImportDecl {
+                span, type_only, ..
+            }) => {
+                if *type_only {
+                    edits.push(Edit {
+                        start: off(span.lo),
+                        kind: EditKind::Replace {
+                            end: off(span.hi),
+                            text: blank(body, off(span.lo), off(span.hi)),
+                        },
+                    });
+                } else {
+                    return Err(position_error(
+                        body,
+                        off(span.lo),
+                        "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`".into(),
+                    ));
+                }
+            }
+            ModuleDecl::ExportDecl(e) => {
+                // `export const x = …` / `export type T = …`: drop the keyword.
+                let start = off(e.span.lo);
+                let end = off(e.decl.span().lo);
+                edits.push(Edit {
+                    start,
+                    kind: EditKind::Replace {
+                        end,
+                        text: blank(body, start, end),
+                    },
+                });
+            }
+            ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => {
+                edits.push(return_instead_of_export(
+                    body,
+                    off(span.lo),
+                    off(expr.span().lo),
+                ));
+                call_default = true;
+            }
+            ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => {
+                edits.push(return_instead_of_export(
+                    body,
+                    off(span.lo),
+                    off(decl.span().lo),
+                ));
+                call_default = true;
+            }
+            other => {
+                return Err(position_error(
+                    body,
+                    off(other.span().lo),
+                    "this kind of `export` is not available: return the result instead (`return value`)".into(),
+                ));
+            }
+        }
+    }
+
+    // The value of a last expression statement is the result.
+    let mut append = None;
+    match module.body.last() {
+        Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
+            edits.push(Edit {
+                start: off(e.expr.span().lo),
+                kind: EditKind::Insert("return "),
+            });
+        }
+        _ => {
+            let functions: Vec<&Ident> = module
+                .body
+                .iter()
+                .filter_map(|item| match item {
+                    ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f))) => Some(&f.ident),
+                    _ => None,
+                })
+                .collect();
+            let uses = |name: &str| {
+                let mut counter = IdentCounter { name, count: 0 };
+                module.visit_with(&mut counter);
+                counter.count
+            };
+            if let Some(main) = functions.iter().find(|i| &*i.sym == "main")
+                && uses(&main.sym) <= 1
+            {
+                append = Some("return await main();".to_owned());
+            } else if !functions.is_empty()
+                && !call_default
+                && module.body.iter().all(is_declaration)
+                && functions.iter().all(|f| uses(&f.sym) <= 1)
+            {
+                let names: Vec<String> = functions.iter().map(|f| format!("{}()", f.sym)).collect();
+                let first = &functions[0];
+                return Err(SourceError {
+                    name: "ProgramError",
+                    message: format!(
+                        "the program only declares {} and never calls anything, so nothing would run; call it, e.g. `return await {}()`",
+                        names.join(", "),
+                        first.sym
+                    ),
+                    line: None,
+                    column: None,
+                });
+            }
+        }
+    }
+    edits.sort_by_key(|e| e.start);
+    Ok(Plan {
+        edits,
+        append,
+        call_default,
+    })
+}
+
+fn is_declaration(item: &ModuleItem) -> bool {
+    match item {
+        ModuleItem::Stmt(Stmt::Decl(_)) | ModuleItem::Stmt(Stmt::Empty(_)) => true,
+        ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => i.type_only,
+        ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(_)) => true,
+        _ => false,
+    }
+}
+
+/// `export default X` → `return         X` (same length, so positions stay).
+fn return_instead_of_export(body: &str, start: usize, expr_start: usize) -> Edit {
+    let mut text = String::from("return");
+    let width = body[start..expr_start].chars().count();
+    let keep_lines = blank(body, start, expr_start);
+    // Keep any line breaks between `export default` and the expression.
+    if keep_lines.contains('\n') {
+        text = keep_lines.replacen("      ", "return", 1);
+    } else {
+        while text.chars().count() < width {
+            text.push(' ');
+        }
+    }
+    Edit {
+        start,
+        kind: EditKind::Replace {
+            end: expr_start,
+            text,
+        },
+    }
+}
+
+struct IdentCounter<'a> {
+    name: &'a str,
+    count: usize,
+}
+
+impl Visit for IdentCounter<'_> {
+    fn visit_ident(&mut self, i: &Ident) {
+        if &*i.sym == self.name {
+            self.count += 1;
+        }
+    }
+}
+
+/// A diagnostic's message and primary span.
+type Diagnostic = (String, Option<Span>);
+
+#[derive(Clone, Default)]
+struct Diagnostics(Arc<Mutex<Vec<Diagnostic>>>);
+
+impl Emitter for Diagnostics {
+    fn emit(&mut self, db: &mut DiagnosticBuilder<'_>) {
+        let mut message = db.message();
+        for child in &db.children {
+            let note = child.message();
+            if !note.is_empty() {
+                message.push_str(" (");
+                message.push_str(&note);
+                message.push(')');
+            }
+        }
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((message, db.span.primary_span()));
+    }
+}
+
+thread_local! {
+    static SWC_GLOBALS: Globals = Globals::new();
+}
+
+/// Strips TypeScript syntax (strip-only: positions stay).
+fn strip_types(code: String) -> Result<String, SourceError> {
+    let diagnostics = Diagnostics::default();
+    let handler = Handler::with_emitter(true, false, Box::new(diagnostics.clone()));
+    let cm: Lrc<SourceMap> = Default::default();
+    let result = SWC_GLOBALS.with(|globals| {
+        GLOBALS.set(globals, || {
+            swc_ts_fast_strip::operate(
+                &cm,
+                &handler,
+                code,
+                swc_ts_fast_strip::Options {
+                    module: Some(false),
+                    filename: Some("program.ts".into()),
+                    parser: match ts_syntax() {
+                        Syntax::Typescript(t) => t,
+                        _ => TsSyntax::default(),
+                    },
+                    mode: swc_ts_fast_strip::Mode::StripOnly,
+                    ..Default::default()
+                },
+            )
+        })
+    });
+    match result {
+        Ok(out) => Ok(out.code),
+        Err(err) => {
+            let diags = diagnostics.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some((message, span)) = diags.first().cloned() else {
+                return Err(SourceError {
+                    name: "SyntaxError",
+                    message: err.message,
+                    line: None,
+                    column: None,
+                });
+            };
+            let message = explain_strip_error(&message);
+            match span {
+                Some(span) if !span.is_dummy() => {
+                    let loc = cm.lookup_char_pos(span.lo);
+                    Err(SourceError {
+                        name: "SyntaxError",
+                        message,
+                        line: Some(loc.line as u32),
+                        column: Some(loc.col_display as u32 + 1),
+                    })
+                }
+                _ => Err(SourceError {
+                    name: "SyntaxError",
+                    message,
+                    line: None,
+                    column: None,
+                }),
+            }
+        }
+    }
+}
+
+/// Says which TypeScript construct strip-only mode refused and what to write instead.
+fn explain_strip_error(message: &str) -> String {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("enum") {
+        format!(
+            "TypeScript `enum` is not supported (types are only stripped, not compiled); use a union of string literals or a plain object instead. [{message}]"
+        )
+    } else if lower.contains("namespace") || lower.contains("module") {
+        format!(
+            "TypeScript `namespace` is not supported (types are only stripped, not compiled); use plain objects or functions instead. [{message}]"
+        )
+    } else if lower.contains("parameter propert") {
+        format!(
+            "TypeScript constructor parameter properties are not supported; assign the fields in the constructor body. [{message}]"
+        )
+    } else {
+        message.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_expression_becomes_the_result() {
+        let p = prepare("const a = 1;\na + 1").unwrap();
+        assert!(p.code.contains("return a + 1"), "{}", p.code);
+        assert!(p.code.starts_with(PREFIX));
+    }
+
+    #[test]
+    fn fences_and_prose_are_removed_and_lines_kept() {
+        let p = prepare("Here it is:\n```ts\nconst x: number = 1;\nx\n```\nDone.").unwrap();
+        assert!(!p.code.contains("Here"));
+        assert!(p.code.contains("const x         = 1;"), "{}", p.code);
+        // line 2 of the code is line 4 of the model's text
+        assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn syntax_error_has_the_models_position() {
+        let e = prepare("const a = 1;\nconst b = ;\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(11)));
+    }
+
+    #[test]
+    fn insertion_shifts_only_later_columns() {
+        let p = prepare("x.y").unwrap();
+        // `return ` was inserted before x on line 1 after the prefix.
+        let col_in_code = PREFIX.len() as u32 + "return ".len() as u32 + 1;
+        assert_eq!(p.original_position(1, col_in_code), Some((1, 1)));
+        assert_eq!(p.original_position(1, 1), None);
+    }
+
+    #[test]
+    fn enum_is_refused_with_its_position() {
+        let e = prepare("const a = 1;\nenum Color { Red }\n").unwrap_err();
+        assert!(e.message.contains("enum"), "{}", e.message);
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn uncalled_main_is_called() {
+        let p = prepare("async function main() { return 5 }").unwrap();
+        assert!(p.code.contains("return await main();"));
+        let e = prepare("function helper() { return 5 }").unwrap_err();
+        assert!(e.message.contains("never calls"), "{}", e.message);
+    }
+}

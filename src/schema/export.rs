@@ -1,0 +1,200 @@
+//! Export of nodes to JSON Schema draft 2020-12 (DESIGN §1 "Export"), for native tool
+//! calling and for MCP.
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+
+use super::node::{Additional, Node, NodeKind};
+
+/// The `$schema` URI of the exported dialect.
+pub const JSON_SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+pub(crate) fn node_to_json_schema(node: &Node) -> Value {
+    let mut out = Map::new();
+    match &node.kind {
+        NodeKind::String(s) => {
+            out.insert("type".into(), "string".into());
+            if let Some(n) = s.min_length {
+                out.insert("minLength".into(), n.into());
+            }
+            if let Some(n) = s.max_length {
+                out.insert("maxLength".into(), n.into());
+            }
+            if let Some(p) = &s.pattern {
+                out.insert("pattern".into(), p.source().into());
+            }
+            if let Some(f) = &s.format {
+                out.insert("format".into(), f.clone().into());
+            }
+            if let Some(e) = &s.enum_values {
+                out.insert(
+                    "enum".into(),
+                    e.iter().cloned().map(Value::String).collect(),
+                );
+            }
+        }
+        NodeKind::Number(n) | NodeKind::Integer(n) => {
+            out.insert("type".into(), node.type_name().into());
+            let pairs = [
+                ("minimum", &n.minimum),
+                ("maximum", &n.maximum),
+                ("exclusiveMinimum", &n.exclusive_minimum),
+                ("exclusiveMaximum", &n.exclusive_maximum),
+                ("multipleOf", &n.multiple_of),
+            ];
+            for (key, v) in pairs {
+                if let Some(v) = v {
+                    out.insert(key.into(), Value::Number(v.clone()));
+                }
+            }
+            if let Some(e) = &n.enum_values {
+                out.insert(
+                    "enum".into(),
+                    e.iter().cloned().map(Value::Number).collect(),
+                );
+            }
+        }
+        NodeKind::Boolean => {
+            out.insert("type".into(), "boolean".into());
+        }
+        NodeKind::Null => {
+            out.insert("type".into(), "null".into());
+        }
+        NodeKind::Any => {}
+        NodeKind::Literal(v) => {
+            out.insert("const".into(), v.clone());
+        }
+        NodeKind::Array(a) => {
+            out.insert("type".into(), "array".into());
+            out.insert("items".into(), node_to_json_schema(&a.items));
+            if let Some(n) = a.min_items {
+                out.insert("minItems".into(), n.into());
+            }
+            if let Some(n) = a.max_items {
+                out.insert("maxItems".into(), n.into());
+            }
+            if a.unique_items {
+                out.insert("uniqueItems".into(), true.into());
+            }
+        }
+        NodeKind::Tuple(t) => {
+            out.insert("type".into(), "array".into());
+            out.insert(
+                "prefixItems".into(),
+                t.prefix.iter().map(node_to_json_schema).collect(),
+            );
+            out.insert(
+                "items".into(),
+                match &t.rest {
+                    None => false.into(),
+                    Some(n) => node_to_json_schema(n),
+                },
+            );
+            if let Some(n) = t.min_items {
+                out.insert("minItems".into(), n.into());
+            }
+            if let Some(n) = t.max_items {
+                out.insert("maxItems".into(), n.into());
+            }
+        }
+        NodeKind::Object(o) => {
+            object_members(&mut out, &o.properties, o.additional.as_ref());
+            if let Some(n) = o.min_properties {
+                out.insert("minProperties".into(), n.into());
+            }
+            if let Some(n) = o.max_properties {
+                out.insert("maxProperties".into(), n.into());
+            }
+        }
+        NodeKind::Union(branches) => {
+            out.insert(
+                "oneOf".into(),
+                branches.iter().map(node_to_json_schema).collect(),
+            );
+        }
+        NodeKind::AnyOf(branches) => {
+            out.insert(
+                "anyOf".into(),
+                branches.iter().map(node_to_json_schema).collect(),
+            );
+        }
+        NodeKind::Ref(name) => {
+            out.insert(
+                "$ref".into(),
+                format!("#/$defs/{}", escape_pointer(name)).into(),
+            );
+        }
+    }
+    annotations(&mut out, node);
+    Value::Object(out)
+}
+
+/// Writes `type`, `properties`, `required` and `additionalProperties` of an object.
+pub(crate) fn object_members(
+    out: &mut Map<String, Value>,
+    properties: &IndexMap<String, Node>,
+    additional: Option<&Additional>,
+) {
+    out.insert("type".into(), "object".into());
+    let mut props = Map::with_capacity(properties.len());
+    let mut required = Vec::new();
+    for (k, v) in properties {
+        props.insert(k.clone(), node_to_json_schema(v));
+        if v.required {
+            required.push(Value::String(k.clone()));
+        }
+    }
+    out.insert("properties".into(), Value::Object(props));
+    if !required.is_empty() {
+        out.insert("required".into(), Value::Array(required));
+    }
+    match additional {
+        None | Some(Additional::Allow) => {
+            out.insert("additionalProperties".into(), true.into());
+        }
+        Some(Additional::Deny) => {
+            out.insert("additionalProperties".into(), false.into());
+        }
+        Some(Additional::Schema(n)) => {
+            out.insert("additionalProperties".into(), node_to_json_schema(n));
+        }
+    }
+}
+
+fn annotations(out: &mut Map<String, Value>, node: &Node) {
+    if let Some(d) = &node.description {
+        out.insert("description".into(), d.clone().into());
+    }
+    if let Some(d) = &node.default {
+        out.insert("default".into(), d.clone());
+    }
+    if let Some(extra) = &node.extra {
+        for (k, v) in extra.iter() {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// Adds `$defs` (and nothing else) to an exported root.
+pub(crate) fn with_defs(mut root: Value, defs: &IndexMap<String, Node>) -> Value {
+    if defs.is_empty() {
+        return root;
+    }
+    if let Value::Object(map) = &mut root {
+        let defs: Map<String, Value> = defs
+            .iter()
+            .map(|(k, v)| (k.clone(), node_to_json_schema(v)))
+            .collect();
+        map.insert("$defs".into(), Value::Object(defs));
+    } else {
+        // A boolean root cannot carry `$defs`; wrap it.
+        root = json!({ "allOf": [root] });
+        return with_defs(root, defs);
+    }
+    root
+}
+
+/// Escapes a definition name for a JSON Pointer (RFC 6901): `~` → `~0`, `/` → `~1`.
+pub(crate) fn escape_pointer(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,117 @@
+//! The built-in file tools, through programs.
+
+use serde_json::json;
+
+use crate::support::Harness;
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("src/inner")).unwrap();
+    std::fs::write(
+        p.join("src/a.rs"),
+        "pub fn a() {}\nfn b() {}\npub fn c() {}\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("src/inner/d.rs"), "pub fn d() {}\n").unwrap();
+    std::fs::write(p.join("notes.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn read_file_reads_whole_files_and_line_ranges() {
+    let dir = tree();
+    let h = Harness::with_files(dir.path());
+    let r = h
+        .ok("await tools.read_file({path: 'notes.txt', offset: 2, limit: 2})")
+        .await;
+    assert_eq!(
+        r,
+        json!({"path": "notes.txt", "content": "two\nthree\n", "start_line": 2, "end_line": 3, "total_lines": 4, "truncated": true})
+    );
+    let r = h
+        .ok("(await tools.read_file({path: 'notes.txt'})).content")
+        .await;
+    assert_eq!(r, json!("one\ntwo\nthree\nfour\n"));
+}
+
+#[tokio::test]
+async fn list_dir_glob_and_grep_return_data() {
+    let dir = tree();
+    let h = Harness::with_files(dir.path());
+    let r = h.ok("(await tools.list_dir({path: 'src'})).entries").await;
+    assert_eq!(
+        r,
+        json!([{"name": "a.rs", "kind": "file", "size": 38}, {"name": "inner", "kind": "dir", "size": 0}])
+    );
+    let r = h.ok("await tools.glob({pattern: '**/*.rs'})").await;
+    assert_eq!(
+        r,
+        json!({"matches": ["src/a.rs", "src/inner/d.rs"], "total": 2, "truncated": false})
+    );
+    let r = h
+        .ok("await tools.glob({pattern: '*.rs', path: 'src'})")
+        .await;
+    assert_eq!(r["matches"], json!(["src/a.rs"]));
+    let r = h
+        .ok("await tools.grep({pattern: '^pub fn', path: 'src'})")
+        .await;
+    assert_eq!(
+        r,
+        json!({"matches": [
+            {"path": "src/a.rs", "line_number": 1, "line": "pub fn a() {}"},
+            {"path": "src/a.rs", "line_number": 3, "line": "pub fn c() {}"},
+            {"path": "src/inner/d.rs", "line_number": 1, "line": "pub fn d() {}"},
+        ], "total": 3, "truncated": false})
+    );
+    let r = h
+        .ok("await tools.grep({pattern: 'fn', max_results: 1})")
+        .await;
+    assert_eq!(r["total"], 4);
+    assert_eq!(r["truncated"], true);
+    assert_eq!(r["matches"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn paths_outside_the_root_are_refused() {
+    let dir = tree();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "s3cret").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        dir.path().join("link.txt"),
+    )
+    .unwrap();
+    let h = Harness::with_files(dir.path());
+    let secret = outside.path().join("secret.txt");
+    for path in [
+        "../secret.txt",
+        "src/../../x",
+        secret.to_str().unwrap(),
+        "link.txt",
+    ] {
+        let e = h
+            .err(&format!("await tools.read_file({{path: {}}})", json!(path)))
+            .await;
+        assert_eq!(
+            e["message"],
+            format!(
+                "read_file: {path}: the path is outside the root folder; use a path relative to the root"
+            ),
+            "for {path}"
+        );
+    }
+    // a symlink out of the root is not followed by glob or grep either
+    let r = h.ok("await tools.grep({pattern: 's3cret'})").await;
+    assert_eq!(r["total"], 0);
+    // an absolute path inside the root is fine
+    let inside = dir.path().join("notes.txt");
+    let r = h
+        .ok(&format!(
+            "(await tools.read_file({{path: {}}})).total_lines",
+            json!(inside.to_str().unwrap())
+        ))
+        .await;
+    assert_eq!(r, json!(4));
+}

@@ -1,0 +1,9 @@
+//! Integration tests: one binary (as wasmtime's `tests/all`), one module per area.
+
+mod builtin;
+mod cli;
+mod dispatch;
+mod readme;
+mod run_code;
+mod schema;
+mod support;

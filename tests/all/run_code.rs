@@ -1,0 +1,362 @@
+//! `run_code` end to end: programs through the real engine and the real pipeline.
+
+use std::time::{Duration, Instant};
+
+use codemode::schema::{Node, ParameterSchema, ValueSchema};
+use codemode::{Limits, Tool, ToolError};
+use serde_json::json;
+
+use crate::support::{Harness, echo_tool, fast_limits};
+
+#[tokio::test]
+async fn a_tool_call_returns_the_tools_value() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let v = h
+        .run("const r = await tools.echo({a: 1, b: [true, null, 'x']});\nreturn r;")
+        .await;
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["result"], json!({"a": 1, "b": [true, null, "x"]}));
+    assert_eq!(v["calls"][0]["tool"], "echo");
+    assert_eq!(v["calls"][0]["status"], "ok");
+    assert_eq!(v["calls"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_tool_error_can_be_caught_by_the_program() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("fail")
+            .execute(|_a, _e| async { Err(ToolError::new("disk on fire")) })
+            .build()
+            .unwrap(),
+    );
+    let r = h
+        .ok("try { await tools.fail({}); return 'no' } catch (e) { return {isTce: e instanceof ToolCallError, isError: e instanceof Error, keys: Object.keys(e), name: e.name, tool: e.toolName, message: e.message} }")
+        .await;
+    assert_eq!(
+        r,
+        json!({"isTce": true, "isError": true, "keys": ["name", "toolName", "message"], "name": "ToolCallError", "tool": "fail", "message": "disk on fire"})
+    );
+}
+
+#[tokio::test]
+async fn an_uncaught_tool_error_ends_the_run_with_the_tool_named() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("fail")
+            .execute(|_a, _e| async { Err(ToolError::new("disk on fire")) })
+            .build()
+            .unwrap(),
+    );
+    let v = h.run("await tools.fail({})").await;
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"]["name"], "ToolCallError");
+    assert_eq!(v["error"]["message"], "fail: disk on fire");
+    assert_eq!(
+        v["calls"],
+        json!([{"tool": "fail", "status": "error", "ms": v["calls"][0]["ms"]}])
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_tool_call_error_listing_the_tools_and_not_a_call() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let e = h.err("await tools.ecko({})").await;
+    assert_eq!(e["name"], "ToolCallError");
+    assert_eq!(
+        e["message"],
+        "ecko: unknown tool \"ecko\"; did you mean \"echo\"? Available tools: echo"
+    );
+    let v = h
+        .run("try { await tools.nothing() } catch (e) { return e.toolName }")
+        .await;
+    assert_eq!(v["result"], "nothing");
+    assert_eq!(v["calls"], json!([]));
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_path() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("put")
+            .parameters(ParameterSchema::new([(
+                "items",
+                Node::array(
+                    Node::object([("name", Node::string().required())])
+                        .additional_properties(false),
+                )
+                .required(),
+            )]))
+            .execute(|_a, _e| async { Ok(json!(true)) })
+            .build()
+            .unwrap(),
+    );
+    let e = h
+        .err("await tools.put({items: [{name: 'a'}, {name: 'b'}, {name: 3}, {}]})")
+        .await;
+    assert_eq!(e["name"], "ToolCallError");
+    assert_eq!(
+        e["message"],
+        "put: invalid arguments for put:\nargs.items[2].name: expected string, got number\nargs.items[3].name: missing required property (expected string)"
+    );
+}
+
+#[tokio::test]
+async fn typescript_is_stripped_and_runs() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok("interface P { x: number; y?: string }\nfunction f<T>(a: T): T { return a }\nconst p: P = { x: 2 };\nconst n = f<number>(p.x) as number;\nn * 21")
+        .await;
+    assert_eq!(r, json!(42));
+}
+
+#[tokio::test]
+async fn a_syntax_error_reports_line_and_column_in_the_models_source() {
+    let h = Harness::new(fast_limits());
+    let e = h.err("const a: number = 1;\nconst b = a +;\n").await;
+    assert_eq!(e["name"], "SyntaxError");
+    assert_eq!(e["line"], 2);
+    assert_eq!(e["column"], 14);
+}
+
+#[tokio::test]
+async fn a_runtime_error_reports_its_position() {
+    let h = Harness::new(fast_limits());
+    let e = h.err("const a = 1;\n  null.x;\nreturn a").await;
+    assert_eq!(e["name"], "TypeError");
+    assert_eq!(e["line"], 2);
+    assert_eq!(e["column"], 3);
+}
+
+#[tokio::test]
+async fn top_level_await_return_and_last_expression() {
+    let h = Harness::new(fast_limits());
+    assert_eq!(h.ok("return 1 + 1").await, json!(2));
+    assert_eq!(
+        h.ok("const x = await Promise.resolve(5);\nx * 2").await,
+        json!(10)
+    );
+    assert_eq!(
+        h.ok("if (true) { return 'early' }\n'late'").await,
+        json!("early")
+    );
+    let v = h.run("const x = 1;").await;
+    assert_eq!(v["status"], "ok");
+    assert!(v.get("result").is_none(), "undefined result is absent: {v}");
+}
+
+#[tokio::test]
+async fn an_infinite_loop_times_out() {
+    let h = Harness::new(Limits::default().timeout(Duration::from_millis(300)));
+    let started = Instant::now();
+    let e = h.err("while (true) {}").await;
+    assert_eq!(e["name"], "TimeoutError");
+    assert_eq!(
+        e["message"],
+        "the program did not finish within its 300 ms timeout"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // even when the program tries to catch it
+    let e = h
+        .err("for (;;) { try { while (true) {} } catch (e) {} }")
+        .await;
+    assert_eq!(e["name"], "TimeoutError");
+}
+
+#[tokio::test]
+async fn a_wait_that_never_settles_times_out() {
+    let mut h = Harness::new(Limits::default().timeout(Duration::from_millis(300)));
+    h.add(
+        Tool::builder("hang")
+            .execute(|_a, exec| async move {
+                exec.signal().cancelled().await;
+                Err(ToolError::cancelled())
+            })
+            .build()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    let v = h.run("await tools.hang({})").await;
+    assert_eq!(v["error"]["name"], "TimeoutError");
+    assert_eq!(
+        v["error"]["message"],
+        "the program did not finish within its 300 ms timeout (1 tool call(s) were still running)"
+    );
+    assert_eq!(v["calls"][0]["status"], "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_out_of_memory_even_when_caught() {
+    let h = Harness::new(fast_limits().memory(16 << 20));
+    let e = h
+        .err("try { const a = []; while (true) a.push(new Array(100000).fill(7)); } catch (e) {}\nreturn 'survived'")
+        .await;
+    assert_eq!(e["name"], "OutOfMemory");
+    assert_eq!(
+        e["message"],
+        format!(
+            "the program ran out of memory: it may hold at most {} bytes",
+            16 << 20
+        )
+    );
+    let e = h
+        .err("let s = 'x'; while (true) { s += s; s = s.slice(1) + 'y' }")
+        .await;
+    assert_eq!(e["name"], "OutOfMemory");
+    let e = h
+        .err("try { new ArrayBuffer(64 * 1024 * 1024) } catch {} return 'caught'")
+        .await;
+    assert_eq!(e["name"], "OutOfMemory");
+    // the host is fine and the next run works
+    assert_eq!(h.ok("return 1").await, json!(1));
+}
+
+#[tokio::test]
+async fn throwing_non_errors_ends_in_error() {
+    let h = Harness::new(fast_limits());
+    let e = h.err("throw 'x'").await;
+    assert_eq!(
+        e,
+        json!({"name": "Error", "message": "the program threw \"x\" (a string, not an Error)"})
+    );
+    let e = h.err("throw {}").await;
+    assert_eq!(
+        e,
+        json!({"name": "Error", "message": "the program threw {} (an object, not an Error)"})
+    );
+    let e = h.err("throw null").await;
+    assert_eq!(
+        e,
+        json!({"name": "Error", "message": "the program threw null (not an Error)"})
+    );
+    let e = h.err("throw undefined").await;
+    assert_eq!(
+        e,
+        json!({"name": "Error", "message": "the program threw undefined (not an Error)"})
+    );
+    let e = h.err("await Promise.reject(42)").await;
+    assert_eq!(
+        e,
+        json!({"name": "Error", "message": "the program threw 42 (a number, not an Error)"})
+    );
+}
+
+#[tokio::test]
+async fn console_levels_are_captured_in_order() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run("console.log('a', 1); console.info({x: [1, 2]}); console.debug('d'); console.warn('w'); console.error(new Error('boom').message); return null")
+        .await;
+    assert_eq!(
+        v["logs"],
+        json!([
+            {"level": "log", "text": "a 1"},
+            {"level": "info", "text": "{ x: [ 1, 2 ] }"},
+            {"level": "debug", "text": "d"},
+            {"level": "warn", "text": "w"},
+            {"level": "error", "text": "boom"},
+        ])
+    );
+    assert_eq!(v["result"], json!(null));
+}
+
+#[tokio::test]
+async fn console_prints_objects_readably() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run("const o = {a: 1, s: 'x', n: null, u: undefined, big: 10n, m: new Map([['k', 1]]), set: new Set([1]), f() {}}; o.self = o; console.log(o); console.log([1, [2, [3, [4, [5]]]]]); console.log(Symbol('q'), -0, 'top')")
+        .await;
+    assert_eq!(
+        v["logs"][0]["text"],
+        "{\n  a: 1,\n  s: 'x',\n  n: null,\n  u: undefined,\n  big: 10n,\n  m: Map(1) { 'k' => 1 },\n  set: Set(1) { 1 },\n  f: [Function: f],\n  self: [Circular *1]\n}"
+    );
+    assert_eq!(v["logs"][1]["text"], "[ 1, [ 2, [ 3, [Array] ] ] ]");
+    assert_eq!(v["logs"][2]["text"], "Symbol(q) -0 top");
+}
+
+#[tokio::test]
+async fn a_tool_output_that_breaks_its_schema_is_an_error_for_the_program() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("liar")
+            .output(ValueSchema::new(Node::string()))
+            .execute(|_a, _e| async { Ok(json!(5)) })
+            .build()
+            .unwrap(),
+    );
+    let e = h.err("await tools.liar({})").await;
+    assert_eq!(
+        e["message"],
+        "liar: tool liar returned output that does not match its schema:\noutput: expected string, got number"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_an_error_not_a_crash() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("boom")
+            .execute(|_a, _e| async {
+                if true {
+                    panic!("kaboom");
+                }
+                Ok(json!(1))
+            })
+            .build()
+            .unwrap(),
+    );
+    let e = h.err("await tools.boom({})").await;
+    assert_eq!(e["message"], "boom: tool boom failed unexpectedly: kaboom");
+    assert_eq!(
+        h.ok("try { await tools.boom({}) } catch { } return 'alive'")
+            .await,
+        json!("alive")
+    );
+}
+
+#[tokio::test]
+async fn calls_run_concurrently_on_one_task() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("sleep")
+            .execute(|_a, _e| async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(json!("slept"))
+            })
+            .build()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    let r = h
+        .ok("const all = await Promise.all(Array.from({length: 20}, () => tools.sleep({}))); all.length")
+        .await;
+    assert_eq!(r, json!(20));
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn big_integers_cross_exactly_both_ways() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let r = h
+        .ok("const r = await tools.echo({n: 2n ** 64n + 1n, small: 2n, f: 1.5, i: 3.0, z: -0}); return [typeof r.n, r.n === 2n ** 64n + 1n, typeof r.small, r.f, r.i, Object.is(r.z, -0), r]")
+        .await;
+    assert_eq!(r[0], "bigint");
+    assert_eq!(r[1], true);
+    assert_eq!(r[2], "number");
+    assert_eq!(r[3], json!(1.5));
+    assert_eq!(r[4], json!(3));
+    assert_eq!(r[5], true);
+    assert_eq!(r[6]["n"].to_string(), "18446744073709551617");
+}
