@@ -89,67 +89,146 @@ pub fn json_type_name(value: &Value) -> &'static str {
     }
 }
 
-/// A number read exactly enough for comparisons.
+/// A JSON number read exactly: `mantissa × 10^exponent` when the decimal text fits an
+/// `i128` mantissa (38 digits), else the nearest `f64`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Num {
-    /// An integer that fits `i128` (written without fraction or exponent, or with a zero
-    /// fraction).
-    Int(i128),
-    /// Everything else, as the nearest `f64` (`±inf` for magnitudes beyond `f64`).
+    /// An exact decimal.
+    Decimal {
+        /// The digits, with the sign.
+        mantissa: i128,
+        /// The power of ten.
+        exponent: i32,
+    },
+    /// A number too long for an exact decimal.
     Float(f64),
 }
 
 impl Num {
-    /// Reads a JSON number.
+    /// Reads a JSON number from its text (`arbitrary_precision` keeps the text).
     pub(crate) fn of(n: &Number) -> Num {
-        let text = n.as_str();
-        if let Ok(i) = text.parse::<i128>() {
-            return Num::Int(i);
-        }
-        let f = text.parse::<f64>().unwrap_or(f64::NAN);
-        if f.fract() == 0.0 && f.abs() < 1.0e38 {
-            // 1.0, 2e3: integral values written as floats compare as integers.
-            return Num::Int(f as i128);
-        }
-        Num::Float(f)
+        Self::parse(n.as_str())
+            .unwrap_or_else(|| Num::Float(n.as_str().parse().unwrap_or(f64::NAN)))
     }
 
-    /// Whether the mathematical value is an integer.
-    pub(crate) fn is_integer(n: &Number) -> bool {
-        let text = n.as_str();
-        if !text.contains(['.', 'e', 'E']) {
-            return true;
+    fn parse(text: &str) -> Option<Num> {
+        let (digits_part, exp_part) = match text.find(['e', 'E']) {
+            Some(i) => (&text[..i], Some(&text[i + 1..])),
+            None => (text, None),
+        };
+        let mut exponent: i32 = match exp_part {
+            Some(e) => e.parse().ok()?,
+            None => 0,
+        };
+        let negative = digits_part.starts_with('-');
+        let digits_part = digits_part.trim_start_matches(['-', '+']);
+        let (int, frac) = match digits_part.find('.') {
+            Some(i) => (&digits_part[..i], &digits_part[i + 1..]),
+            None => (digits_part, ""),
+        };
+        let mut mantissa: i128 = 0;
+        for c in int.bytes().chain(frac.bytes()) {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            mantissa = mantissa
+                .checked_mul(10)?
+                .checked_add(i128::from(c - b'0'))?;
         }
-        let f = text.parse::<f64>().unwrap_or(f64::NAN);
-        f.is_finite() && f.fract() == 0.0
+        exponent = exponent.checked_sub(i32::try_from(frac.len()).ok()?)?;
+        // Normalise: strip trailing zeros so equal values have one form.
+        while mantissa != 0 && mantissa % 10 == 0 {
+            mantissa /= 10;
+            exponent += 1;
+        }
+        if mantissa == 0 {
+            exponent = 0;
+        }
+        Some(Num::Decimal {
+            mantissa: if negative { -mantissa } else { mantissa },
+            exponent,
+        })
+    }
+
+    /// Whether the mathematical value is an integer (`1.0` and `2e3` are).
+    pub(crate) fn is_integer(n: &Number) -> bool {
+        match Num::of(n) {
+            Num::Decimal { exponent, .. } => exponent >= 0,
+            Num::Float(f) => f.is_finite() && f.fract() == 0.0,
+        }
     }
 
     fn as_f64(self) -> f64 {
         match self {
-            Num::Int(i) => i as f64,
+            Num::Decimal { mantissa, exponent } => {
+                format!("{mantissa}e{exponent}").parse().unwrap_or(f64::NAN)
+            }
             Num::Float(f) => f,
         }
     }
 
-    /// Compares two numbers; exact for integers that fit `i128`.
-    pub(crate) fn cmp(self, other: Num) -> Option<std::cmp::Ordering> {
-        match (self, other) {
-            (Num::Int(a), Num::Int(b)) => Some(a.cmp(&b)),
-            (a, b) => a.as_f64().partial_cmp(&b.as_f64()),
-        }
+    /// Both as mantissas scaled to a common exponent, when that fits `i128`.
+    fn aligned(self, other: Num) -> Option<(i128, i128)> {
+        let (
+            Num::Decimal {
+                mantissa: a,
+                exponent: ea,
+            },
+            Num::Decimal {
+                mantissa: b,
+                exponent: eb,
+            },
+        ) = (self, other)
+        else {
+            return None;
+        };
+        let e = ea.min(eb);
+        let scale = |m: i128, by: i32| -> Option<i128> {
+            m.checked_mul(10i128.checked_pow(u32::try_from(by).ok()?)?)
+        };
+        Some((scale(a, ea - e)?, scale(b, eb - e)?))
     }
 
-    /// Whether `self` is a multiple of `divisor` (exact for integers, within 1e-9 relative
-    /// error for fractions).
-    pub(crate) fn is_multiple_of(self, divisor: Num) -> bool {
-        match (self, divisor) {
-            (_, Num::Int(0)) => false,
-            (Num::Int(a), Num::Int(b)) => a % b == 0,
-            (a, b) => {
-                let q = a.as_f64() / b.as_f64();
-                q.is_finite() && (q - q.round()).abs() <= 1e-9 * q.abs().max(1.0)
+    /// Compares two numbers; exact for decimals of up to 38 digits.
+    pub(crate) fn cmp(self, other: Num) -> Option<std::cmp::Ordering> {
+        if let (
+            Num::Decimal {
+                mantissa: a,
+                exponent: ea,
+            },
+            Num::Decimal {
+                mantissa: b,
+                exponent: eb,
+            },
+        ) = (self, other)
+        {
+            // Different signs or zero compare without scaling.
+            if a.signum() != b.signum() {
+                return Some(a.signum().cmp(&b.signum()));
+            }
+            if let Some((x, y)) = self.aligned(other) {
+                return Some(x.cmp(&y));
+            }
+            // Same sign, too far apart to scale: the magnitude decides.
+            let digits = |m: i128, e: i32| {
+                (m.unsigned_abs().checked_ilog10().unwrap_or(0) as i64) + i64::from(e)
+            };
+            let (da, db) = (digits(a, ea), digits(b, eb));
+            if da != db {
+                let mag = da.cmp(&db);
+                return Some(if a < 0 { mag.reverse() } else { mag });
             }
         }
+        self.as_f64().partial_cmp(&other.as_f64())
+    }
+
+    /// Whether `self` is an integer multiple of `divisor`; exact for decimals.
+    pub(crate) fn is_multiple_of(self, divisor: Num) -> bool {
+        if let Some((a, b)) = self.aligned(divisor) {
+            return b != 0 && a % b == 0;
+        }
+        let q = self.as_f64() / divisor.as_f64();
+        q.is_finite() && q.fract() == 0.0
     }
 }
 
@@ -256,6 +335,25 @@ mod tests {
         let second = items.index(2);
         let odd = second.key("foo-bar");
         assert_eq!(odd.to_string(), r#"args.items[2]["foo-bar"]"#);
+    }
+
+    fn num(s: &str) -> Num {
+        Num::of(&serde_json::from_str(s).unwrap())
+    }
+
+    #[test]
+    fn decimals_compare_and_divide_exactly() {
+        use std::cmp::Ordering::*;
+        assert_eq!(num("0.1").cmp(num("0.10000000000000001")), Some(Less));
+        assert_eq!(num("1e2").cmp(num("100")), Some(Equal));
+        assert_eq!(num("-5").cmp(num("3")), Some(Less));
+        assert_eq!(num("1e400").cmp(num("1e399")), Some(Greater));
+        assert_eq!(num("-1e400").cmp(num("-1e399")), Some(Less));
+        assert!(num("0.3").is_multiple_of(num("0.1")));
+        assert!(!num("1.0000000001").is_multiple_of(num("1")));
+        assert!(num("18446744073709551616").is_multiple_of(num("2")));
+        assert!(Num::is_integer(&serde_json::from_str("2e3").unwrap()));
+        assert!(!Num::is_integer(&serde_json::from_str("2.5").unwrap()));
     }
 
     #[test]

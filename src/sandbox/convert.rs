@@ -306,7 +306,12 @@ impl<'a, 'js> ToJson<'a, 'js> {
     fn unsupported(&self, obj: &Object<'js>) -> Option<String> {
         for (name, hint, ctor) in &self.prim.classes {
             if obj.is_instance_of(ctor) {
-                return Some(format!("a {name} is not JSON; {hint}"));
+                let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                return Some(format!("{article} {name} is not JSON; {hint}"));
             }
         }
         let is_view: bool = self

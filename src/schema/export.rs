@@ -118,6 +118,15 @@ pub(crate) fn node_to_json_schema(node: &Node) -> Value {
                 branches.iter().map(node_to_json_schema).collect(),
             );
         }
+        NodeKind::AllOf(parts) => {
+            out.insert(
+                "allOf".into(),
+                parts.iter().map(node_to_json_schema).collect(),
+            );
+        }
+        NodeKind::Never => {
+            out.insert("not".into(), json!({}));
+        }
         NodeKind::Ref(name) => {
             out.insert(
                 "$ref".into(),

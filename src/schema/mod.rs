@@ -11,8 +11,10 @@
 
 mod export;
 mod format;
+mod import;
 mod node;
 mod parse;
+mod pattern;
 mod validate;
 
 use std::collections::HashSet;
@@ -23,6 +25,7 @@ use serde_json::{Map, Value};
 
 pub use export::JSON_SCHEMA_DIALECT;
 pub use format::KNOWN_FORMATS;
+pub use import::ImportWarning;
 pub use node::{
     Additional, ArraySpec, Node, NodeKind, NumberSpec, ObjectSpec, Pattern, StringSpec, TupleSpec,
 };
@@ -71,19 +74,38 @@ impl DefinitionError {
 /// let err = params.validate(&serde_json::json!({"path": 3})).unwrap_err();
 /// assert_eq!(err.to_string(), "args.path: expected string, got number");
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ParameterSchema {
-    properties: IndexMap<String, Node>,
+    root: ObjectSpec,
+    /// Further conditions on the whole arguments object (an imported root `oneOf`, …).
+    also: Vec<Node>,
     defs: IndexMap<String, Node>,
+    /// The root's description and kept keywords (imported schemas).
+    annotations: Option<Box<Map<String, Value>>>,
+}
+
+impl Default for ParameterSchema {
+    fn default() -> Self {
+        ParameterSchema {
+            root: ObjectSpec {
+                properties: IndexMap::new(),
+                additional: None,
+                min_properties: None,
+                max_properties: None,
+            },
+            also: Vec::new(),
+            defs: IndexMap::new(),
+            annotations: None,
+        }
+    }
 }
 
 impl ParameterSchema {
     /// Parameters with these properties (in this order).
     pub fn new<K: Into<String>>(properties: impl IntoIterator<Item = (K, Node)>) -> Self {
-        ParameterSchema {
-            properties: properties.into_iter().map(|(k, v)| (k.into(), v)).collect(),
-            defs: IndexMap::new(),
-        }
+        let mut schema = ParameterSchema::default();
+        schema.root.properties = properties.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        schema
     }
 
     /// A tool that takes no declared arguments.
@@ -106,18 +128,89 @@ impl ParameterSchema {
     /// # Errors
     /// A [`DefinitionError`] whose path starts with `parameters`.
     pub fn from_json(value: &Value) -> Result<Self, DefinitionError> {
-        let properties = parse::parse_properties(value, "parameters")?;
-        let schema = ParameterSchema {
-            properties,
-            defs: IndexMap::new(),
-        };
+        let schema = ParameterSchema::new(parse::parse_properties(value, "parameters")?);
         schema.check()?;
         Ok(schema)
     }
 
+    /// Imports a JSON Schema that describes the arguments object (as MCP servers and model
+    /// APIs write them): see the import rules in [`ImportWarning`]'s module docs. The root
+    /// must describe an object (or nothing: `{}` takes any arguments).
+    ///
+    /// # Errors
+    /// A [`DefinitionError`] whose path starts with `input_schema`.
+    pub fn from_json_schema(schema: &Value) -> Result<(Self, Vec<ImportWarning>), DefinitionError> {
+        let mut importer = import::Importer::new(schema, "input_schema");
+        let root = importer.node(schema, "input_schema")?;
+        let imported = importer.finish()?;
+        let mut out = ParameterSchema {
+            defs: imported.defs,
+            ..ParameterSchema::default()
+        };
+        out.root.additional = Some(Additional::Allow);
+        let Node {
+            kind,
+            description,
+            default: _,
+            required: _,
+            extra,
+        } = root;
+        let mut annotations: Map<String, Value> = extra.map(|b| *b).unwrap_or_default();
+        annotations.remove("$schema");
+        annotations.remove("$id");
+        if let Some(d) = description {
+            annotations.insert("description".into(), Value::String(d));
+        }
+        out.annotations = (!annotations.is_empty()).then(|| Box::new(annotations));
+        let not_object = |what: &str| {
+            DefinitionError::new(
+                "input_schema",
+                format!("the arguments schema must describe an object, but it describes {what}"),
+            )
+        };
+        match kind {
+            NodeKind::Object(spec) => out.root = spec,
+            NodeKind::Any => {}
+            NodeKind::AllOf(parts) => {
+                let mut root_taken = false;
+                for part in parts {
+                    match part.kind {
+                        NodeKind::Object(spec)
+                            if !root_taken
+                                && part.description.is_none()
+                                && part.extra.is_none() =>
+                        {
+                            out.root = spec;
+                            root_taken = true;
+                        }
+                        _ => out.also.push(part),
+                    }
+                }
+            }
+            kind @ (NodeKind::Union(_) | NodeKind::AnyOf(_) | NodeKind::Ref(_)) => {
+                out.also.push(Node::of(kind));
+            }
+            other => return Err(not_object(Node::of(other).type_name())),
+        }
+        out.check()?;
+        Ok((out, imported.warnings))
+    }
+
     /// The declared properties.
     pub fn properties(&self) -> &IndexMap<String, Node> {
-        &self.properties
+        &self.root.properties
+    }
+
+    /// Further conditions on the whole arguments object (from an imported root `oneOf`,
+    /// `anyOf` or `allOf`).
+    pub fn conditions(&self) -> &[Node] {
+        &self.also
+    }
+
+    /// What the root does with unknown keys: `None` (the node language) and
+    /// `Some(Allow)` keep it open.
+    pub fn additional_properties(&self) -> Option<&Additional> {
+        self.root.additional.as_ref()
     }
 
     /// The named definitions.
@@ -131,10 +224,16 @@ impl ParameterSchema {
     /// The first [`DefinitionError`] found, its path starting with `parameters`.
     pub fn check(&self) -> Result<(), DefinitionError> {
         let checker = Checker { defs: &self.defs };
-        for (name, node) in &self.properties {
+        for (name, node) in &self.root.properties {
             let mut p = String::from("parameters");
             let _ = crate::value::write_key(&mut p, name);
             checker.node(node, &p)?;
+        }
+        if let Some(Additional::Schema(n)) = &self.root.additional {
+            checker.node(n, "parameters.additionalProperties")?;
+        }
+        for (i, n) in self.also.iter().enumerate() {
+            checker.node(n, &format!("parameters.allOf[{i}]"))?;
         }
         checker.defs("parameters")
     }
@@ -148,7 +247,17 @@ impl ParameterSchema {
         let root = PathSeg::Root("args");
         match args {
             Value::Object(map) => {
-                v.check_object(&self.properties, None, map, &root, 0);
+                v.check_object(
+                    &self.root.properties,
+                    self.root.additional.as_ref(),
+                    map,
+                    &root,
+                    0,
+                );
+                v.check_property_count(map.len(), &self.root, &root);
+                for n in &self.also {
+                    v.check(n, args, &root, 1);
+                }
             }
             other => {
                 return Err(ValidationReport {
@@ -171,7 +280,40 @@ impl ParameterSchema {
     /// definitions.
     pub fn to_json_schema(&self) -> Value {
         let mut out = Map::new();
-        export::object_members(&mut out, &self.properties, None);
+        export::object_members(
+            &mut out,
+            &self.root.properties,
+            self.root.additional.as_ref(),
+        );
+        if let Some(n) = self.root.min_properties {
+            out.insert("minProperties".into(), n.into());
+        }
+        if let Some(n) = self.root.max_properties {
+            out.insert("maxProperties".into(), n.into());
+        }
+        match self.also.as_slice() {
+            [] => {}
+            [one]
+                if matches!(one.kind, NodeKind::Union(_) | NodeKind::AnyOf(_))
+                    && one.description.is_none()
+                    && one.extra.is_none() =>
+            {
+                if let Value::Object(m) = one.to_json_schema() {
+                    out.extend(m);
+                }
+            }
+            parts => {
+                out.insert(
+                    "allOf".into(),
+                    parts.iter().map(Node::to_json_schema).collect(),
+                );
+            }
+        }
+        if let Some(a) = &self.annotations {
+            for (k, v) in a.iter() {
+                out.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
         export::with_defs(Value::Object(out), &self.defs)
     }
 }
@@ -227,6 +369,29 @@ impl ValueSchema {
         let schema = ValueSchema::new(parse::parse_node(value, "output")?);
         schema.check()?;
         Ok(schema)
+    }
+
+    /// Imports a JSON Schema (see [`ParameterSchema::from_json_schema`] for the rules).
+    ///
+    /// # Errors
+    /// A [`DefinitionError`] whose path starts with `output_schema`.
+    pub fn from_json_schema(schema: &Value) -> Result<(Self, Vec<ImportWarning>), DefinitionError> {
+        let mut importer = import::Importer::new(schema, "output_schema");
+        let mut root = importer.node(schema, "output_schema")?;
+        let imported = importer.finish()?;
+        if let Some(extra) = root.extra.as_mut() {
+            extra.remove("$schema");
+            extra.remove("$id");
+            if extra.is_empty() {
+                root.extra = None;
+            }
+        }
+        let out = ValueSchema {
+            root,
+            defs: imported.defs,
+        };
+        out.check()?;
+        Ok((out, imported.warnings))
     }
 
     /// The root node.
@@ -329,7 +494,7 @@ impl Checker<'_> {
                 seen.remove(name.as_str());
                 Ok(())
             }
-            NodeKind::Union(b) | NodeKind::AnyOf(b) => {
+            NodeKind::Union(b) | NodeKind::AnyOf(b) | NodeKind::AllOf(b) => {
                 for n in b {
                     self.unguarded(n, seen, path)?;
                 }
@@ -383,7 +548,10 @@ impl Checker<'_> {
                 }
                 if let Some(m) = &n.multiple_of
                     && crate::value::Num::of(m)
-                        .cmp(crate::value::Num::Int(0))
+                        .cmp(crate::value::Num::Decimal {
+                            mantissa: 0,
+                            exponent: 0,
+                        })
                         .is_none_or(|o| o.is_le())
                 {
                     return Err(DefinitionError::new(
@@ -430,11 +598,11 @@ impl Checker<'_> {
                     self.node(n, &p)?;
                 }
             }
-            NodeKind::Union(b) | NodeKind::AnyOf(b) => {
-                let key = if matches!(node.kind, NodeKind::Union(_)) {
-                    "oneOf"
-                } else {
-                    "anyOf"
+            NodeKind::Union(b) | NodeKind::AnyOf(b) | NodeKind::AllOf(b) => {
+                let key = match node.kind {
+                    NodeKind::Union(_) => "oneOf",
+                    NodeKind::AnyOf(_) => "anyOf",
+                    _ => "allOf",
                 };
                 if b.is_empty() {
                     return Err(DefinitionError::new(
@@ -462,7 +630,11 @@ impl Checker<'_> {
                     ));
                 }
             }
-            NodeKind::Boolean | NodeKind::Null | NodeKind::Any | NodeKind::Literal(_) => {}
+            NodeKind::Boolean
+            | NodeKind::Null
+            | NodeKind::Any
+            | NodeKind::Never
+            | NodeKind::Literal(_) => {}
         }
         Ok(())
     }

@@ -1,10 +1,9 @@
 //! The node language of DESIGN §1: one [`Node`] per schema position.
 
-use std::fmt;
-use std::sync::Arc;
-
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+
+pub use super::pattern::Pattern;
 
 /// One node of a tool schema (DESIGN §1, "A node").
 ///
@@ -66,6 +65,11 @@ pub enum NodeKind {
     Union(Vec<Node>),
     /// At least one branch must accept the value (JSON Schema `anyOf`).
     AnyOf(Vec<Node>),
+    /// Every part must accept the value (JSON Schema `allOf`; also what import makes of a
+    /// schema with both its own keywords and `oneOf`/`anyOf`/`$ref`).
+    AllOf(Vec<Node>),
+    /// No value is allowed (the JSON Schema `false`).
+    Never,
     /// A reference to a named definition of the enclosing schema (`$ref` to `$defs`).
     Ref(String),
 }
@@ -156,60 +160,8 @@ pub enum Additional {
     Schema(Box<Node>),
 }
 
-/// An ECMAScript regular expression, compiled when the node is built.
-///
-/// Compilation uses `regress` (ECMAScript syntax and semantics, with the `u` flag); a source
-/// that does not compile is kept and reported as a definition error when the schema is
-/// checked.
-#[derive(Clone)]
-pub struct Pattern {
-    source: String,
-    compiled: Result<Arc<regress::Regex>, String>,
-}
-
-impl Pattern {
-    /// Compiles `source`. Never fails: see [`Pattern::error`].
-    pub fn new(source: impl Into<String>) -> Self {
-        let source = source.into();
-        let compiled = regress::Regex::with_flags(&source, "u")
-            .map(Arc::new)
-            .map_err(|e| e.to_string());
-        Pattern { source, compiled }
-    }
-
-    /// The pattern as written.
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
-    /// Why the pattern does not compile, if it does not.
-    pub fn error(&self) -> Option<&str> {
-        self.compiled.as_ref().err().map(String::as_str)
-    }
-
-    /// Whether `text` contains a match. A pattern that did not compile matches nothing.
-    pub fn is_match(&self, text: &str) -> bool {
-        match &self.compiled {
-            Ok(re) => re.find(text).is_some(),
-            Err(_) => false,
-        }
-    }
-}
-
-impl PartialEq for Pattern {
-    fn eq(&self, other: &Self) -> bool {
-        self.source == other.source
-    }
-}
-
-impl fmt::Debug for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Pattern").field(&self.source).finish()
-    }
-}
-
 impl Node {
-    fn of(kind: NodeKind) -> Node {
+    pub(crate) fn of(kind: NodeKind) -> Node {
         Node {
             kind,
             description: None,
@@ -294,6 +246,16 @@ impl Node {
     /// An at-least-one union (JSON Schema `anyOf`).
     pub fn any_of(branches: impl IntoIterator<Item = Node>) -> Node {
         Node::of(NodeKind::AnyOf(branches.into_iter().collect()))
+    }
+
+    /// Every part must accept the value (JSON Schema `allOf`).
+    pub fn all_of(parts: impl IntoIterator<Item = Node>) -> Node {
+        Node::of(NodeKind::AllOf(parts.into_iter().collect()))
+    }
+
+    /// A node no value matches (JSON Schema `false`).
+    pub fn never() -> Node {
+        Node::of(NodeKind::Never)
     }
 
     /// A reference to the definition `name` of the enclosing schema.
@@ -407,6 +369,22 @@ impl Node {
         self
     }
 
+    /// Number/integer: the value must be a multiple of `n` (greater than 0).
+    pub fn multiple_of(mut self, n: impl Into<serde_json::Number>) -> Node {
+        if let Some(spec) = self.number_spec() {
+            spec.multiple_of = Some(n.into());
+        }
+        self
+    }
+
+    /// Array: elements must be pairwise distinct.
+    pub fn unique_items(mut self) -> Node {
+        if let NodeKind::Array(a) = &mut self.kind {
+            a.unique_items = true;
+        }
+        self
+    }
+
     /// Array or tuple: fewest elements.
     pub fn min_items(mut self, n: u64) -> Node {
         match &mut self.kind {
@@ -487,6 +465,8 @@ impl Node {
             NodeKind::Object(_) => "object",
             NodeKind::Union(_) => "union",
             NodeKind::AnyOf(_) => "anyOf",
+            NodeKind::AllOf(_) => "allOf",
+            NodeKind::Never => "never",
             NodeKind::Ref(_) => "ref",
         }
     }

@@ -158,13 +158,26 @@ impl<'s> Validator<'s> {
                         });
                     }
                 }
-                if let Some(pattern) = &spec.pattern
-                    && !pattern.is_match(s)
-                {
-                    ok = false;
-                    self.report(path, || {
-                        format!("does not match the pattern /{}/", pattern.source())
-                    });
+                if let Some(pattern) = &spec.pattern {
+                    match pattern.check(s) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            ok = false;
+                            self.report(path, || {
+                                format!("does not match the pattern /{}/", pattern.source())
+                            });
+                        }
+                        Err(_) => {
+                            ok = false;
+                            self.report(path, || {
+                                format!(
+                                    "is too long to check against the pattern /{}/, which needs backtracking (at most {} characters)",
+                                    pattern.source(),
+                                    super::pattern::MAX_BACKTRACKING_INPUT
+                                )
+                            });
+                        }
+                    }
                 }
                 if let Some(format) = &spec.format
                     && let Err(why) = check_format(format, s)
@@ -318,6 +331,22 @@ impl<'s> Validator<'s> {
                 self.report_closest(branches, value, path, depth, "none of");
                 false
             }
+            NodeKind::AllOf(parts) => {
+                let mut ok = true;
+                for part in parts {
+                    if !self.check(part, value, path, depth + 1) {
+                        ok = false;
+                        if self.quiet {
+                            return false;
+                        }
+                    }
+                }
+                ok
+            }
+            NodeKind::Never => {
+                self.report(path, || "no value is allowed here".to_owned());
+                false
+            }
             NodeKind::Ref(name) => match self.defs.get(name) {
                 Some(target) => self.check(target, value, path, depth + 1),
                 None => {
@@ -361,6 +390,15 @@ impl<'s> Validator<'s> {
             self.report(path, || format!("expected at most {max} items, got {len}"));
         }
         ok
+    }
+
+    pub(crate) fn check_property_count(
+        &mut self,
+        len: usize,
+        spec: &super::node::ObjectSpec,
+        path: &PathSeg<'_>,
+    ) -> bool {
+        self.check_count_props(len, spec, path)
     }
 
     fn check_count_props(

@@ -3,7 +3,10 @@
 mod builtin;
 mod cli;
 mod dispatch;
+mod import;
+mod oracle;
 mod readme;
 mod run_code;
 mod schema;
 mod support;
+mod values;

@@ -1,0 +1,776 @@
+//! Import of JSON Schema into nodes (DESIGN §1 "Import"), for tools whose schemas arrive as
+//! JSON Schema: MCP servers, OpenAI and Anthropic tool definitions, manifests that give
+//! `input_schema`.
+//!
+//! Understood: `type` (a name or an array of names), `properties`, `required`,
+//! `additionalProperties`, `minProperties`, `maxProperties`, `items` (a schema, or the
+//! draft-4 array form with `additionalItems`), `prefixItems`, `minItems`, `maxItems`,
+//! `uniqueItems`, `enum`, `const`, `oneOf`, `anyOf`, `allOf`, `not: {}` (nothing), the
+//! OpenAPI `nullable`, local `$ref` (to `$defs`, `definitions` or any JSON Pointer in the
+//! document, recursive references included), `minLength`, `maxLength`, `pattern`, `format`,
+//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (numbers, or draft-4
+//! booleans), `multipleOf`; annotations (`title`, `description`, `default`, `examples`,
+//! `$comment`, `deprecated`, `readOnly`, `writeOnly`, `$schema`, `$id`, `$anchor`,
+//! `contentMediaType`, `contentEncoding`) are kept.
+//!
+//! Any other keyword is kept for display and export and named in an [`ImportWarning`]: it
+//! is never silently dropped from the model-facing schema, and never enforced.
+//!
+//! Deliberate differences from JSON Schema (each pinned by a test):
+//! - a schema without `type` whose keywords belong to one type (`properties` →
+//!   object, `items` → array, `minLength` → string, `minimum` → number) is read as that
+//!   type, as models and tool authors mean it; JSON Schema would let other types through;
+//! - `nullable: true` (OpenAPI 3.0) allows `null`.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Number, Value};
+
+use super::DefinitionError;
+use super::node::{
+    Additional, ArraySpec, Node, NodeKind, NumberSpec, ObjectSpec, Pattern, StringSpec, TupleSpec,
+};
+
+/// A keyword the import kept for display but does not enforce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportWarning {
+    /// Where in the imported schema, e.g. `input_schema.properties.x.patternProperties`.
+    pub path: String,
+    /// What was kept and what that means.
+    pub message: String,
+}
+
+impl std::fmt::Display for ImportWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$schema",
+    "$id",
+    "$anchor",
+    "contentMediaType",
+    "contentEncoding",
+];
+
+const STRUCTURAL: &[&str] = &[
+    "type",
+    "description",
+    "default",
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "enum",
+    "const",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "nullable",
+    "$ref",
+    "$defs",
+    "definitions",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+const OBJECT_KEYS: &[&str] = &[
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+];
+const ARRAY_KEYS: &[&str] = &[
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+];
+const STRING_KEYS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+const NUMBER_KEYS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// The result of an import: the definitions the references point to, and the warnings.
+pub(crate) struct Imported {
+    pub(crate) defs: IndexMap<String, Node>,
+    pub(crate) warnings: Vec<ImportWarning>,
+}
+
+pub(crate) struct Importer<'a> {
+    document: &'a Value,
+    root_path: String,
+    defs: IndexMap<String, Node>,
+    /// JSON Pointer → definition name.
+    names: HashMap<String, String>,
+    pending: Vec<(String, String)>,
+    warnings: Vec<ImportWarning>,
+}
+
+impl<'a> Importer<'a> {
+    pub(crate) fn new(document: &'a Value, root_path: &str) -> Self {
+        Importer {
+            document,
+            root_path: root_path.to_owned(),
+            defs: IndexMap::new(),
+            names: HashMap::new(),
+            pending: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Imports the definitions referenced so far (and those they reference).
+    pub(crate) fn finish(mut self) -> Result<Imported, DefinitionError> {
+        while let Some((name, pointer)) = self.pending.pop() {
+            let Some(target) = resolve_pointer(self.document, &pointer) else {
+                return Err(DefinitionError::new(
+                    format!("{}{}", self.root_path, pointer_path(&pointer)),
+                    format!("$ref #{pointer} points to nothing in the schema"),
+                ));
+            };
+            let path = format!("{}{}", self.root_path, pointer_path(&pointer));
+            let node = self.node(target, &path)?;
+            self.defs.insert(name, node);
+        }
+        // Definitions sorted by name, so the same schema always gives the same nodes.
+        let mut defs = self.defs;
+        defs.sort_keys();
+        Ok(Imported {
+            defs,
+            warnings: self.warnings,
+        })
+    }
+
+    fn warn(&mut self, path: String, message: String) {
+        self.warnings.push(ImportWarning { path, message });
+    }
+
+    fn reference(&mut self, reference: &str, path: &str) -> Result<Node, DefinitionError> {
+        let Some(pointer) = reference.strip_prefix('#') else {
+            return Err(DefinitionError::new(
+                path,
+                format!(
+                    "$ref {reference:?} is not local: only references inside the schema (#/…) are supported"
+                ),
+            ));
+        };
+        let pointer = percent_decode(pointer);
+        if let Some(name) = self.names.get(&pointer) {
+            return Ok(Node::reference(name.clone()));
+        }
+        let base = ["/$defs/", "/definitions/"]
+            .iter()
+            .find_map(|p| pointer.strip_prefix(p))
+            .filter(|rest| !rest.contains('/'))
+            .map(|rest| rest.replace("~1", "/").replace("~0", "~"))
+            .unwrap_or_else(|| {
+                if pointer.is_empty() {
+                    "Root".to_owned()
+                } else {
+                    pointer.trim_start_matches('/').replace('/', "_")
+                }
+            });
+        let mut name = base.clone();
+        let mut n = 2;
+        while self.names.values().any(|v| *v == name) {
+            name = format!("{base}{n}");
+            n += 1;
+        }
+        self.names.insert(pointer.clone(), name.clone());
+        self.pending.push((name.clone(), pointer));
+        Ok(Node::reference(name))
+    }
+
+    /// Imports one schema.
+    pub(crate) fn node(&mut self, schema: &Value, path: &str) -> Result<Node, DefinitionError> {
+        let map = match schema {
+            Value::Bool(true) => return Ok(Node::any()),
+            Value::Bool(false) => return Ok(Node::never()),
+            Value::Object(map) => map,
+            other => {
+                return Err(DefinitionError::new(
+                    path,
+                    format!(
+                        "expected a schema (an object or a boolean), got {}",
+                        crate::value::json_type_name(other)
+                    ),
+                ));
+            }
+        };
+        let at = |key: &str| format!("{path}.{key}");
+        let mut parts: Vec<Node> = Vec::new();
+
+        if let Some(r) = map.get("$ref") {
+            let Some(r) = r.as_str() else {
+                return Err(DefinitionError::new(at("$ref"), "expected a string"));
+            };
+            parts.push(self.reference(r, &at("$ref"))?);
+        }
+        for (key, exact) in [("oneOf", true), ("anyOf", false)] {
+            if let Some(list) = map.get(key) {
+                let branches = self.list(list, &at(key))?;
+                parts.push(Node::of(if exact {
+                    NodeKind::Union(branches)
+                } else {
+                    NodeKind::AnyOf(branches)
+                }));
+            }
+        }
+        if let Some(list) = map.get("allOf") {
+            let branches = self.list(list, &at("allOf"))?;
+            parts.push(merge_all_of(branches));
+        }
+        if let Some(not) = map.get("not") {
+            if not.as_object().is_some_and(Map::is_empty) || *not == Value::Bool(true) {
+                parts.push(Node::never());
+            } else {
+                self.warn(
+                    at("not"),
+                    "`not` is kept for display but not enforced".to_owned(),
+                );
+            }
+        }
+
+        let types = self.types(map, path)?;
+        let typed: Vec<Node> = types
+            .iter()
+            .map(|t| self.typed(t, map, path))
+            .collect::<Result<_, _>>()?;
+        let mut type_node = match typed.len() {
+            0 => None,
+            1 => typed.into_iter().next(),
+            _ => Some(Node::any_of(typed)),
+        };
+        let values: Option<Vec<Value>> = match (map.get("const"), map.get("enum")) {
+            (Some(c), _) => Some(vec![c.clone()]),
+            (None, Some(Value::Array(values))) => {
+                if values.is_empty() {
+                    return Err(DefinitionError::new(
+                        at("enum"),
+                        "an empty enum accepts nothing",
+                    ));
+                }
+                Some(values.clone())
+            }
+            (None, Some(_)) => return Err(DefinitionError::new(at("enum"), "expected an array")),
+            (None, None) => None,
+        };
+        match values {
+            None => parts.extend(type_node),
+            Some(values) => {
+                let is_const = map.contains_key("const");
+                // `type` and `enum` must both hold: keep the values the type accepts.
+                let kept: Vec<Value> = match &type_node {
+                    None => values,
+                    Some(t) => values.into_iter().filter(|v| accepts(t, v)).collect(),
+                };
+                let set_on_type = !is_const
+                    && !kept.is_empty()
+                    && match type_node.as_ref().map(|n| &n.kind) {
+                        Some(NodeKind::String(_)) => kept.iter().all(Value::is_string),
+                        Some(NodeKind::Number(_) | NodeKind::Integer(_)) => {
+                            kept.iter().all(Value::is_number)
+                        }
+                        _ => false,
+                    };
+                if set_on_type && let Some(node) = type_node.as_mut() {
+                    match &mut node.kind {
+                        NodeKind::String(s) => {
+                            s.enum_values = Some(
+                                kept.iter()
+                                    .filter_map(|v| v.as_str().map(str::to_owned))
+                                    .collect(),
+                            );
+                        }
+                        NodeKind::Number(n) | NodeKind::Integer(n) => {
+                            n.enum_values =
+                                Some(kept.iter().filter_map(|v| v.as_number().cloned()).collect());
+                        }
+                        _ => {}
+                    }
+                    parts.extend(type_node);
+                } else if is_const {
+                    parts.push(match kept.into_iter().next() {
+                        Some(v) => Node::literal(v),
+                        None => Node::never(),
+                    });
+                } else {
+                    parts.push(literal_set(kept));
+                }
+            }
+        }
+        if map.get("nullable").and_then(Value::as_bool) == Some(true) {
+            let inner = combine(std::mem::take(&mut parts));
+            parts.push(Node::any_of([inner, Node::null()]));
+        }
+
+        let mut node = combine(parts);
+        if let Some(d) = map.get("description") {
+            match d {
+                Value::String(s) => node.description = Some(s.clone()),
+                _ => return Err(DefinitionError::new(at("description"), "expected a string")),
+            }
+        }
+        node.default = map.get("default").cloned();
+        for (key, value) in map {
+            if STRUCTURAL.contains(&key.as_str()) {
+                continue;
+            }
+            if !ANNOTATIONS.contains(&key.as_str()) {
+                self.warn(
+                    at(key),
+                    format!("`{key}` is kept for display but not enforced"),
+                );
+            }
+            node.extra
+                .get_or_insert_with(Default::default)
+                .insert(key.clone(), value.clone());
+        }
+        Ok(node)
+    }
+
+    fn list(&mut self, value: &Value, path: &str) -> Result<Vec<Node>, DefinitionError> {
+        let Value::Array(items) = value else {
+            return Err(DefinitionError::new(path, "expected an array of schemas"));
+        };
+        if items.is_empty() {
+            return Err(DefinitionError::new(path, "expected at least one schema"));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.node(s, &format!("{path}[{i}]")))
+            .collect()
+    }
+
+    /// The types a schema declares, or implies by its keywords when it declares none.
+    fn types(&self, map: &Map<String, Value>, path: &str) -> Result<Vec<String>, DefinitionError> {
+        const KNOWN: &[&str] = &[
+            "string", "number", "integer", "boolean", "null", "array", "object",
+        ];
+        match map.get("type") {
+            Some(Value::String(t)) => {
+                if !KNOWN.contains(&t.as_str()) {
+                    return Err(DefinitionError::new(
+                        format!("{path}.type"),
+                        format!("unknown type {t:?} (expected one of {})", KNOWN.join(", ")),
+                    ));
+                }
+                Ok(vec![t.clone()])
+            }
+            Some(Value::Array(list)) => {
+                let mut out = Vec::new();
+                for (i, t) in list.iter().enumerate() {
+                    match t.as_str() {
+                        Some(t) if KNOWN.contains(&t) => {
+                            if !out.iter().any(|o| o == t) {
+                                out.push(t.to_owned());
+                            }
+                        }
+                        _ => {
+                            return Err(DefinitionError::new(
+                                format!("{path}.type[{i}]"),
+                                format!("expected one of {}", KNOWN.join(", ")),
+                            ));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Some(_) => Err(DefinitionError::new(
+                format!("{path}.type"),
+                "expected a type name or an array of them",
+            )),
+            None => {
+                let has = |keys: &[&str]| keys.iter().any(|k| map.contains_key(*k));
+                let mut out = Vec::new();
+                if has(OBJECT_KEYS) {
+                    out.push("object".to_owned());
+                }
+                if has(ARRAY_KEYS) {
+                    out.push("array".to_owned());
+                }
+                if has(STRING_KEYS) {
+                    out.push("string".to_owned());
+                }
+                if has(NUMBER_KEYS) {
+                    out.push("number".to_owned());
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn typed(
+        &mut self,
+        ty: &str,
+        map: &Map<String, Value>,
+        path: &str,
+    ) -> Result<Node, DefinitionError> {
+        let at = |key: &str| format!("{path}.{key}");
+        let u64_of = |key: &str| -> Result<Option<u64>, DefinitionError> {
+            match map.get(key) {
+                None => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .or_else(|| {
+                        v.as_f64()
+                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                            .map(|f| f as u64)
+                    })
+                    .map(Some)
+                    .ok_or_else(|| {
+                        DefinitionError::new(at(key), "expected a non-negative integer")
+                    }),
+            }
+        };
+        let number_of = |key: &str| -> Result<Option<Number>, DefinitionError> {
+            match map.get(key) {
+                None | Some(Value::Bool(_)) => Ok(None),
+                Some(Value::Number(n)) => Ok(Some(n.clone())),
+                Some(_) => Err(DefinitionError::new(at(key), "expected a number")),
+            }
+        };
+        Ok(match ty {
+            "string" => {
+                let pattern = match map.get("pattern") {
+                    None => None,
+                    Some(Value::String(p)) => Some(Pattern::new(p.clone())),
+                    Some(_) => {
+                        return Err(DefinitionError::new(at("pattern"), "expected a string"));
+                    }
+                };
+                if let Some(p) = &pattern
+                    && let Some(err) = p.error()
+                {
+                    return Err(DefinitionError::new(
+                        at("pattern"),
+                        format!(
+                            "invalid ECMAScript regular expression /{}/: {err}",
+                            p.source()
+                        ),
+                    ));
+                }
+                Node::of(NodeKind::String(StringSpec {
+                    min_length: u64_of("minLength")?,
+                    max_length: u64_of("maxLength")?,
+                    pattern,
+                    format: map.get("format").and_then(Value::as_str).map(str::to_owned),
+                    enum_values: None,
+                }))
+            }
+            "number" | "integer" => {
+                let mut spec = NumberSpec {
+                    minimum: number_of("minimum")?,
+                    maximum: number_of("maximum")?,
+                    exclusive_minimum: number_of("exclusiveMinimum")?,
+                    exclusive_maximum: number_of("exclusiveMaximum")?,
+                    multiple_of: number_of("multipleOf")?,
+                    enum_values: None,
+                };
+                // Draft 4: `exclusiveMinimum: true` makes `minimum` exclusive.
+                if map.get("exclusiveMinimum") == Some(&Value::Bool(true)) {
+                    spec.exclusive_minimum = spec.minimum.take();
+                }
+                if map.get("exclusiveMaximum") == Some(&Value::Bool(true)) {
+                    spec.exclusive_maximum = spec.maximum.take();
+                }
+                Node::of(if ty == "integer" {
+                    NodeKind::Integer(spec)
+                } else {
+                    NodeKind::Number(spec)
+                })
+            }
+            "boolean" => Node::boolean(),
+            "null" => Node::null(),
+            "array" => self.array(map, path)?,
+            "object" => self.object(map, path)?,
+            _ => Node::any(),
+        })
+    }
+
+    fn array(&mut self, map: &Map<String, Value>, path: &str) -> Result<Node, DefinitionError> {
+        let at = |key: &str| format!("{path}.{key}");
+        let min_items = map.get("minItems").and_then(Value::as_u64);
+        let max_items = map.get("maxItems").and_then(Value::as_u64);
+        let tuple = |importer: &mut Self,
+                     prefix: &Value,
+                     prefix_key: &str,
+                     rest: Option<&Value>,
+                     rest_key: &str| {
+            let prefix = importer.list(prefix, &at(prefix_key))?;
+            let rest = match rest {
+                None | Some(Value::Bool(true)) => Some(Box::new(Node::any())),
+                Some(Value::Bool(false)) => None,
+                Some(r) => Some(Box::new(importer.node(r, &at(rest_key))?)),
+            };
+            Ok::<Node, DefinitionError>(Node::of(NodeKind::Tuple(TupleSpec {
+                prefix,
+                rest,
+                min_items,
+                max_items,
+            })))
+        };
+        if let Some(prefix) = map.get("prefixItems") {
+            return tuple(self, prefix, "prefixItems", map.get("items"), "items");
+        }
+        match map.get("items") {
+            Some(prefix @ Value::Array(_)) => tuple(
+                self,
+                prefix,
+                "items",
+                map.get("additionalItems"),
+                "additionalItems",
+            ),
+            items => {
+                let items = match items {
+                    None => Node::any(),
+                    Some(i) => self.node(i, &at("items"))?,
+                };
+                Ok(Node::of(NodeKind::Array(ArraySpec {
+                    items: Box::new(items),
+                    min_items,
+                    max_items,
+                    unique_items: map
+                        .get("uniqueItems")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                })))
+            }
+        }
+    }
+
+    fn object(&mut self, map: &Map<String, Value>, path: &str) -> Result<Node, DefinitionError> {
+        let at = |key: &str| format!("{path}.{key}");
+        let mut properties = IndexMap::new();
+        if let Some(props) = map.get("properties") {
+            let Value::Object(props) = props else {
+                return Err(DefinitionError::new(
+                    at("properties"),
+                    "expected an object of schemas",
+                ));
+            };
+            for (name, schema) in props {
+                let mut p = at("properties");
+                let _ = crate::value::write_key(&mut p, name);
+                properties.insert(name.clone(), self.node(schema, &p)?);
+            }
+        }
+        let additional = match map.get("additionalProperties") {
+            None | Some(Value::Bool(true)) => Additional::Allow,
+            Some(Value::Bool(false)) => Additional::Deny,
+            Some(schema) => {
+                Additional::Schema(Box::new(self.node(schema, &at("additionalProperties"))?))
+            }
+        };
+        if let Some(required) = map.get("required") {
+            let Value::Array(names) = required else {
+                return Err(DefinitionError::new(
+                    at("required"),
+                    "expected an array of property names",
+                ));
+            };
+            for (i, name) in names.iter().enumerate() {
+                let Some(name) = name.as_str() else {
+                    return Err(DefinitionError::new(
+                        format!("{path}.required[{i}]"),
+                        "expected a property name",
+                    ));
+                };
+                match properties.get_mut(name) {
+                    Some(p) => p.required = true,
+                    None => {
+                        let node = match &additional {
+                            Additional::Deny => {
+                                return Err(DefinitionError::new(
+                                    format!("{path}.required[{i}]"),
+                                    format!(
+                                        "required property {name:?} is not in `properties` and additionalProperties is false, so no object can match"
+                                    ),
+                                ));
+                            }
+                            Additional::Allow => Node::any(),
+                            Additional::Schema(n) => (**n).clone(),
+                        };
+                        properties.insert(name.to_owned(), node.required());
+                    }
+                }
+            }
+        }
+        Ok(Node::of(NodeKind::Object(ObjectSpec {
+            properties,
+            additional: Some(additional),
+            min_properties: map.get("minProperties").and_then(Value::as_u64),
+            max_properties: map.get("maxProperties").and_then(Value::as_u64),
+        })))
+    }
+}
+
+/// One node from the parts a schema's keywords made: nothing is `any`, one is itself,
+/// several must all hold.
+/// The node of a finite set of values: a string or number enum when they are all of that
+/// type, one literal, or an `anyOf` of literals.
+fn literal_set(values: Vec<Value>) -> Node {
+    if values.is_empty() {
+        return Node::never();
+    }
+    if values.iter().all(Value::is_string) {
+        return Node::string()
+            .string_enum(values.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+    }
+    if values.iter().all(Value::is_number) {
+        let mut node = Node::number();
+        if let NodeKind::Number(n) = &mut node.kind {
+            n.enum_values = Some(
+                values
+                    .iter()
+                    .filter_map(|v| v.as_number().cloned())
+                    .collect(),
+            );
+        }
+        return node;
+    }
+    if values.len() == 1 {
+        return Node::literal(values.into_iter().next().unwrap_or(Value::Null));
+    }
+    Node::any_of(values.into_iter().map(Node::literal))
+}
+
+/// Whether a typed node accepts a value (references are taken as accepting: an enum value
+/// is kept rather than dropped when its type cannot be decided here).
+fn accepts(node: &Node, value: &Value) -> bool {
+    let defs = IndexMap::new();
+    let mut v = super::validate::Validator::new(&defs);
+    v.check(node, value, &crate::value::PathSeg::Root(""), 0) || contains_ref(node)
+}
+
+fn contains_ref(node: &Node) -> bool {
+    match &node.kind {
+        NodeKind::Ref(_) => true,
+        NodeKind::Array(a) => contains_ref(&a.items),
+        NodeKind::Tuple(t) => {
+            t.prefix.iter().any(contains_ref) || t.rest.as_deref().is_some_and(contains_ref)
+        }
+        NodeKind::Object(o) => {
+            o.properties.values().any(contains_ref)
+                || matches!(&o.additional, Some(Additional::Schema(n)) if contains_ref(n))
+        }
+        NodeKind::Union(b) | NodeKind::AnyOf(b) | NodeKind::AllOf(b) => b.iter().any(contains_ref),
+        _ => false,
+    }
+}
+
+fn combine(mut parts: Vec<Node>) -> Node {
+    match parts.len() {
+        0 => Node::any(),
+        1 => parts.remove(0),
+        _ => Node::all_of(parts),
+    }
+}
+
+/// `allOf` of open objects with distinct properties merges into one object (what tool
+/// authors mean by it, and equivalent when every branch is open); anything else stays an
+/// `allOf`.
+fn merge_all_of(branches: Vec<Node>) -> Node {
+    let mergeable = branches.iter().all(|b| {
+        matches!(&b.kind, NodeKind::Object(o) if matches!(o.additional, Some(Additional::Allow))
+            && o.min_properties.is_none() && o.max_properties.is_none())
+            && b.description.is_none()
+            && b.default.is_none()
+            && b.extra.is_none()
+    });
+    if !mergeable || branches.len() < 2 {
+        return combine(branches);
+    }
+    let mut properties: IndexMap<String, Node> = IndexMap::new();
+    for b in &branches {
+        if let NodeKind::Object(o) = &b.kind {
+            for (k, v) in &o.properties {
+                if properties.contains_key(k) {
+                    return combine(branches);
+                }
+                properties.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Node::of(NodeKind::Object(ObjectSpec {
+        properties,
+        additional: Some(Additional::Allow),
+        min_properties: None,
+        max_properties: None,
+    }))
+}
+
+/// Follows a JSON Pointer (RFC 6901) inside `document`.
+fn resolve_pointer<'v>(document: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if pointer.is_empty() {
+        return Some(document);
+    }
+    let mut current = document;
+    for token in pointer.strip_prefix('/')?.split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        current = match current {
+            Value::Object(m) => m.get(&token)?,
+            Value::Array(a) => a.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+fn pointer_path(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .filter(|t| !t.is_empty())
+        .map(|t| format!(".{}", t.replace("~1", "/").replace("~0", "~")))
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(s.get(i + 1..i + 3).unwrap_or("zz"), 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+}

@@ -1,0 +1,294 @@
+//! JSON Schema import (DESIGN §1 "Import"): real MCP servers, every keyword, round trips.
+
+use codemode::schema::{Node, NodeKind, ParameterSchema, ValueSchema};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn params(schema: Value) -> ParameterSchema {
+    let (p, _) = ParameterSchema::from_json_schema(&schema).unwrap();
+    p
+}
+
+#[test]
+fn real_mcp_server_schemas_import_and_round_trip() {
+    let mut total = 0;
+    for server in ["server-everything", "server-filesystem", "server-memory"] {
+        let f = fixture(server);
+        for tool in f["tools"].as_array().unwrap() {
+            let name = tool["name"].as_str().unwrap();
+            let (input, warnings) = ParameterSchema::from_json_schema(&tool["inputSchema"])
+                .unwrap_or_else(|e| panic!("{server}/{name}: {e}"));
+            assert!(warnings.is_empty(), "{server}/{name}: {warnings:?}");
+            let again = ParameterSchema::from_json_schema(&input.to_json_schema())
+                .unwrap()
+                .0;
+            assert_eq!(again, input, "{server}/{name} input round trip");
+            if let Some(out) = tool.get("outputSchema") {
+                let (output, warnings) = ValueSchema::from_json_schema(out).unwrap();
+                assert!(warnings.is_empty(), "{server}/{name}: {warnings:?}");
+                let again = ValueSchema::from_json_schema(&output.to_json_schema())
+                    .unwrap()
+                    .0;
+                assert_eq!(again, output, "{server}/{name} output round trip");
+            }
+            total += 1;
+        }
+    }
+    assert_eq!(total, 36);
+}
+
+#[test]
+fn imported_mcp_schemas_validate_like_the_server_means() {
+    let f = fixture("server-filesystem");
+    let tool = |n: &str| {
+        f["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()["inputSchema"]
+            .clone()
+    };
+    let edit = params(tool("edit_file"));
+    assert!(
+        edit.validate(
+            &json!({"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}], "dryRun": true})
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        edit.validate(&json!({"path": "a.txt", "edits": [{"oldText": 1}]}))
+            .unwrap_err()
+            .to_string(),
+        "args.edits[0].oldText: expected string, got number\nargs.edits[0].newText: missing required property (expected string)"
+    );
+    let e = fixture("server-everything");
+    let sum = e["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "get-sum")
+        .unwrap();
+    let sum = params(sum["inputSchema"].clone());
+    assert!(sum.validate(&json!({"a": 1, "b": 2.5})).is_ok());
+    assert_eq!(
+        sum.validate(&json!({"a": "1"})).unwrap_err().to_string(),
+        "args.a: expected number, got string\nargs.b: missing required property (expected number)"
+    );
+}
+
+#[test]
+fn type_arrays_nullable_const_and_enum() {
+    let p = params(json!({"type": "object", "properties": {
+        "a": {"type": ["string", "null"], "maxLength": 2},
+        "b": {"type": "integer", "nullable": true},
+        "c": {"const": "x"},
+        "d": {"type": "string", "enum": ["aa", "b", 3]},
+        "e": {"enum": ["a", 1, null]}
+    }}));
+    assert!(
+        p.validate(&json!({"a": null, "b": null, "c": "x", "d": "aa", "e": null}))
+            .is_ok()
+    );
+    assert!(p.validate(&json!({"a": "ab", "b": 3, "e": 1})).is_ok());
+    let errs = p
+        .validate(&json!({"a": "abc", "b": 1.5, "c": "y", "d": 3, "e": "b"}))
+        .unwrap_err();
+    assert_eq!(errs.violations.len(), 5, "{errs}");
+    assert_eq!(
+        errs.violations[2].to_string(),
+        "args.c: expected \"x\", got \"y\""
+    );
+}
+
+#[test]
+fn recursive_references_import_as_named_definitions() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Tree"}},
+        "required": ["root"],
+        "$defs": {"Tree": {"type": "object", "properties": {
+            "value": {"type": "integer"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}
+        }, "required": ["value"], "additionalProperties": false}}
+    });
+    let p = params(schema);
+    assert_eq!(p.definitions().keys().collect::<Vec<_>>(), ["Tree"]);
+    assert!(matches!(p.properties()["root"].kind(), NodeKind::Ref(n) if n == "Tree"));
+    assert!(
+        p.validate(&json!({"root": {"value": 1, "children": [{"value": 2, "children": []}]}}))
+            .is_ok()
+    );
+    assert_eq!(
+        p.validate(&json!({"root": {"value": 1, "children": [{"value": "x"}]}}))
+            .unwrap_err()
+            .to_string(),
+        "args.root.children[0].value: expected integer, got string"
+    );
+    // `definitions` (draft 7) and a pointer to a property work too
+    let p = params(json!({"type": "object", "properties": {
+        "a": {"$ref": "#/definitions/A"}, "b": {"$ref": "#/properties/a"}},
+        "definitions": {"A": {"type": "string"}}}));
+    assert!(p.validate(&json!({"a": "x", "b": "y"})).is_ok());
+    assert!(p.validate(&json!({"b": 1})).is_err());
+    let again = ParameterSchema::from_json_schema(&p.to_json_schema())
+        .unwrap()
+        .0;
+    assert_eq!(again, p);
+}
+
+#[test]
+fn tuples_draft4_bounds_and_all_of() {
+    let p = params(json!({"type": "object", "properties": {
+        "t": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "items": false},
+        "old": {"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}},
+        "n": {"type": "number", "minimum": 0, "exclusiveMinimum": true},
+        "m": {"allOf": [
+            {"type": "object", "properties": {"x": {"type": "string"}}},
+            {"type": "object", "properties": {"y": {"type": "number"}}, "required": ["y"]}
+        ]}
+    }}));
+    assert!(
+        p.validate(
+            &json!({"t": ["a", 1], "old": ["a", true, false], "n": 0.5, "m": {"x": "s", "y": 1}})
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        p.validate(&json!({"t": ["a", 1, 2], "old": ["a", 1], "n": 0, "m": {"x": "s"}}))
+            .unwrap_err()
+            .to_string(),
+        "args.t[2]: the tuple has 2 elements; this one is extra\n\
+         args.old[1]: expected boolean, got number\n\
+         args.n: expected a number > 0, got 0\n\
+         args.m.y: missing required property (expected number)"
+    );
+    // the allOf of open objects merged into one object
+    assert!(matches!(p.properties()["m"].kind(), NodeKind::Object(o) if o.properties.len() == 2));
+}
+
+#[test]
+fn unknown_keywords_are_kept_and_warned_never_dropped() {
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "string", "x-widget": "textarea", "title": "A"},
+        "b": {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
+    }});
+    let (p, warnings) = ParameterSchema::from_json_schema(&schema).unwrap();
+    let shown: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced",
+            "input_schema.properties.b.patternProperties: `patternProperties` is kept for display but not enforced",
+        ]
+    );
+    let exported = p.to_json_schema();
+    assert_eq!(exported["properties"]["a"]["x-widget"], "textarea");
+    assert_eq!(exported["properties"]["a"]["title"], "A");
+    assert_eq!(
+        exported["properties"]["b"]["patternProperties"]["^x"]["type"],
+        "string"
+    );
+}
+
+#[test]
+fn bad_imported_definitions_name_their_path() {
+    let err = ParameterSchema::from_json_schema(&json!({"type": "object", "properties": {
+        "o": {"type": "object", "properties": {}, "required": ["x"], "additionalProperties": false}}}))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "input_schema.properties.o.required[0]: required property \"x\" is not in `properties` and additionalProperties is false, so no object can match"
+    );
+    let err = ParameterSchema::from_json_schema(
+        &json!({"properties": {"p": {"type": "string", "pattern": "(?<x"}}}),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "input_schema.properties.p.pattern: invalid ECMAScript regular expression"
+        ),
+        "{err}"
+    );
+    let err = ParameterSchema::from_json_schema(
+        &json!({"properties": {"p": {"$ref": "https://example.com/s.json"}}}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "input_schema.properties.p.$ref: $ref \"https://example.com/s.json\" is not local: only references inside the schema (#/…) are supported"
+    );
+    let err = ParameterSchema::from_json_schema(&json!({"type": "string"})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "input_schema: the arguments schema must describe an object, but it describes string"
+    );
+    let err = ParameterSchema::from_json_schema(
+        &json!({"properties": {"a": {"$ref": "#/$defs/Missing"}}}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "input_schema.$defs.Missing: $ref #/$defs/Missing points to nothing in the schema"
+    );
+    // a `required` key without a property is a required property of any value
+    let p = params(json!({"type": "object", "required": ["k"]}));
+    assert!(p.properties()["k"].is_required());
+    assert!(p.validate(&json!({})).is_err());
+}
+
+#[test]
+fn a_root_one_of_is_kept_as_a_condition() {
+    let p = params(
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+    );
+    assert_eq!(p.conditions().len(), 1);
+    assert!(p.validate(&json!({"a": "x"})).is_ok());
+    assert!(p.validate(&json!({"a": "x", "b": "y"})).is_err());
+    assert!(p.validate(&json!({})).is_err());
+    let again = ParameterSchema::from_json_schema(&p.to_json_schema())
+        .unwrap()
+        .0;
+    assert_eq!(again, p);
+}
+
+#[test]
+fn node_language_round_trips_through_json_schema() {
+    let node = Node::object([
+        (
+            "s",
+            Node::string()
+                .min_length(1)
+                .pattern("^a")
+                .format("date")
+                .required(),
+        ),
+        ("e", Node::string().string_enum(["x", "y"])),
+        ("n", Node::number().exclusive_minimum(0).maximum(10)),
+        ("l", Node::literal(json!({"k": [1, 2]}))),
+        (
+            "u",
+            Node::union([Node::string(), Node::array(Node::integer()).max_items(3)]),
+        ),
+        ("t", Node::tuple([Node::boolean(), Node::null()])),
+        (
+            "o",
+            Node::object([("x", Node::any())]).additional_schema(Node::integer()),
+        ),
+        ("never", Node::never()),
+    ])
+    .additional_properties(false)
+    .describe("root");
+    let v = ValueSchema::new(node);
+    v.check().unwrap();
+    let (again, warnings) = ValueSchema::from_json_schema(&v.to_json_schema()).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(again, v);
+}
