@@ -40,6 +40,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+#[doc(hidden)]
+pub mod bench_support;
 mod builtin;
 mod dispatch;
 mod run_code;

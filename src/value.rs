@@ -112,34 +112,48 @@ impl Num {
     }
 
     fn parse(text: &str) -> Option<Num> {
-        let (digits_part, exp_part) = match text.find(['e', 'E']) {
-            Some(i) => (&text[..i], Some(&text[i + 1..])),
-            None => (text, None),
-        };
-        let mut exponent: i32 = match exp_part {
-            Some(e) => e.parse().ok()?,
-            None => 0,
-        };
-        let negative = digits_part.starts_with('-');
-        let digits_part = digits_part.trim_start_matches(['-', '+']);
-        let (int, frac) = match digits_part.find('.') {
-            Some(i) => (&digits_part[..i], &digits_part[i + 1..]),
-            None => (digits_part, ""),
-        };
-        let mut mantissa: i128 = 0;
-        for c in int.bytes().chain(frac.bytes()) {
-            if !c.is_ascii_digit() {
-                return None;
+        let bytes = text.as_bytes();
+        // Fast path: a plain integer of up to 18 digits.
+        let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+        if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+            let mut m: i64 = 0;
+            for d in digits {
+                m = m * 10 + i64::from(d - b'0');
             }
-            mantissa = mantissa
-                .checked_mul(10)?
-                .checked_add(i128::from(c - b'0'))?;
+            let m = if bytes[0] == b'-' { -m } else { m };
+            return Some(Num::Decimal {
+                mantissa: i128::from(m),
+                exponent: 0,
+            });
         }
-        exponent = exponent.checked_sub(i32::try_from(frac.len()).ok()?)?;
-        // Normalise: strip trailing zeros so equal values have one form.
-        while mantissa != 0 && mantissa % 10 == 0 {
-            mantissa /= 10;
-            exponent += 1;
+        let mut mantissa: i128 = 0;
+        let mut exponent: i32 = 0;
+        let mut negative = false;
+        let mut i = 0;
+        if bytes.first() == Some(&b'-') {
+            negative = true;
+            i = 1;
+        }
+        let mut in_fraction = false;
+        while i < bytes.len() {
+            match bytes[i] {
+                d @ b'0'..=b'9' => {
+                    mantissa = mantissa
+                        .checked_mul(10)?
+                        .checked_add(i128::from(d - b'0'))?;
+                    if in_fraction {
+                        exponent -= 1;
+                    }
+                }
+                b'.' => in_fraction = true,
+                b'e' | b'E' => {
+                    let e: i32 = text.get(i + 1..)?.parse().ok()?;
+                    exponent = exponent.checked_add(e)?;
+                    break;
+                }
+                _ => return None,
+            }
+            i += 1;
         }
         if mantissa == 0 {
             exponent = 0;
@@ -153,7 +167,12 @@ impl Num {
     /// Whether the mathematical value is an integer (`1.0` and `2e3` are).
     pub(crate) fn is_integer(n: &Number) -> bool {
         match Num::of(n) {
-            Num::Decimal { exponent, .. } => exponent >= 0,
+            Num::Decimal { mantissa, exponent } => {
+                exponent >= 0
+                    || 10i128
+                        .checked_pow(exponent.unsigned_abs())
+                        .is_some_and(|p| mantissa % p == 0)
+            }
             Num::Float(f) => f.is_finite() && f.fract() == 0.0,
         }
     }
@@ -202,6 +221,9 @@ impl Num {
             },
         ) = (self, other)
         {
+            if ea == eb {
+                return Some(a.cmp(&b));
+            }
             // Different signs or zero compare without scaling.
             if a.signum() != b.signum() {
                 return Some(a.signum().cmp(&b.signum()));

@@ -19,8 +19,11 @@
 //! installed on `Object.prototype` or `Array.prototype` never run; integers beyond the safe
 //! range become `BigInt`.
 
+use std::collections::HashMap;
+
+use rquickjs::atom::PredefinedAtom;
 use rquickjs::object::Property;
-use rquickjs::{Array, BigInt, Coerced, Ctx, Filter, Function, Object, Type, Value};
+use rquickjs::{Array, Atom, BigInt, Coerced, Ctx, Filter, Function, Object, Type, Value};
 use serde_json::{Map, Number};
 
 use crate::value::{MAX_DEPTH, PathSeg};
@@ -93,6 +96,26 @@ pub(crate) struct ToJson<'a, 'js> {
     max_bytes: usize,
     /// What the size limit is called in messages ("tool input", …).
     limit_name: &'static str,
+    to_json: Atom<'js>,
+    length: Atom<'js>,
+    /// Keys already read as Rust strings (objects of one shape repeat their keys).
+    keys: HashMap<Atom<'js>, String, FxBuild>,
+}
+
+/// The key a value sits under, for `toJSON(key)`; formatted only when a `toJSON` runs.
+#[derive(Clone, Copy)]
+enum Key<'k> {
+    Name(&'k str),
+    Index(usize),
+}
+
+impl Key<'_> {
+    fn text(self) -> String {
+        match self {
+            Key::Name(s) => s.to_owned(),
+            Key::Index(i) => i.to_string(),
+        }
+    }
 }
 
 impl<'a, 'js> ToJson<'a, 'js> {
@@ -109,6 +132,9 @@ impl<'a, 'js> ToJson<'a, 'js> {
             bytes: 0,
             max_bytes,
             limit_name,
+            to_json: Atom::from_predefined(ctx.clone(), PredefinedAtom::ToJSON),
+            length: Atom::from_predefined(ctx.clone(), PredefinedAtom::Length),
+            keys: HashMap::default(),
         }
     }
 
@@ -133,7 +159,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         if value.is_undefined() {
             return Ok(None);
         }
-        self.convert(value, "", path, 0).map(Some)
+        self.convert(value, Key::Name(""), path, 0).map(Some)
     }
 
     fn thrown(&self, what: &str, path: &PathSeg<'_>) -> ConvertError {
@@ -151,7 +177,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
     fn convert(
         &mut self,
         value: Value<'js>,
-        key: &str,
+        key: Key<'_>,
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
@@ -240,7 +266,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         &mut self,
         obj: Object<'js>,
         ty: Type,
-        key: &str,
+        key: Key<'_>,
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
@@ -250,17 +276,18 @@ impl<'a, 'js> ToJson<'a, 'js> {
             )));
         }
         // toJSON first, as JSON.stringify does.
-        let to_json: Value<'js> = match obj.get("toJSON") {
+        let to_json: Value<'js> = match obj.get(self.to_json.clone()) {
             Ok(v) => v,
             Err(rquickjs::Error::Exception) => return Err(self.thrown("reading toJSON", path)),
             Err(e) => return Err(e.into()),
         };
         if let Some(f) = to_json.as_function() {
-            let replaced: Value<'js> = match f.call((rquickjs::function::This(obj.clone()), key)) {
-                Ok(v) => v,
-                Err(rquickjs::Error::Exception) => return Err(self.thrown("toJSON()", path)),
-                Err(e) => return Err(e.into()),
-            };
+            let replaced: Value<'js> =
+                match f.call((rquickjs::function::This(obj.clone()), key.text())) {
+                    Ok(v) => v,
+                    Err(rquickjs::Error::Exception) => return Err(self.thrown("toJSON()", path)),
+                    Err(e) => return Err(e.into()),
+                };
             if replaced.is_undefined() {
                 return Err(ConvertError::Invalid(format!(
                     "{path}: toJSON() returned undefined"
@@ -334,7 +361,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
-        let len: Value<'js> = match obj.get("length") {
+        let len: Value<'js> = match obj.get(self.length.clone()) {
             Ok(v) => v,
             Err(rquickjs::Error::Exception) => return Err(self.thrown("reading length", path)),
             Err(e) => return Err(e.into()),
@@ -351,22 +378,18 @@ impl<'a, 'js> ToJson<'a, 'js> {
         let len = len as usize;
         self.add_bytes(2, path)?;
         let mut out = Vec::with_capacity(len.min(1 << 16));
-        let mut index_key = String::new();
         for i in 0..len {
             let item: Value<'js> = obj.get(i as u32).map_err(|e| match e {
                 rquickjs::Error::Exception => self.thrown("reading an element", &path.index(i)),
                 e => e.into(),
             })?;
-            let p = path.index(i);
             if item.is_undefined() {
                 return Err(ConvertError::Invalid(format!(
-                    "{p}: undefined is not JSON in an array (use null)"
+                    "{}: undefined is not JSON in an array (use null)",
+                    path.index(i)
                 )));
             }
-            index_key.clear();
-            use std::fmt::Write as _;
-            let _ = write!(index_key, "{i}");
-            out.push(self.convert(item, &index_key, &p, depth + 1)?);
+            out.push(self.convert(item, Key::Index(i), &path.index(i), depth + 1)?);
             self.add_bytes(1, path)?;
         }
         Ok(serde_json::Value::Array(out))
@@ -379,7 +402,8 @@ impl<'a, 'js> ToJson<'a, 'js> {
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
-        let mut map = Map::new();
+        let keys = obj.own_keys::<Atom<'js>>(Filter::new().string().enum_only());
+        let mut map = Map::with_capacity(keys.len() + if is_error { 2 } else { 0 });
         self.add_bytes(2, path)?;
         if is_error {
             for key in ["name", "message"] {
@@ -389,35 +413,41 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 }
             }
         }
-        let keys = obj.own_keys::<rquickjs::Atom<'js>>(Filter::new().string().enum_only());
         for atom in keys {
             let atom = match atom {
                 Ok(a) => a,
                 Err(rquickjs::Error::Exception) => return Err(self.thrown("listing keys", path)),
                 Err(e) => return Err(e.into()),
             };
-            let key = match atom.to_string() {
-                Ok(k) => k,
-                Err(rquickjs::Error::Utf8(_)) => {
-                    return Err(ConvertError::Invalid(format!(
-                        "{path}: a key contains a lone surrogate, which JSON text cannot carry"
-                    )));
+            let key = match self.keys.get(&atom) {
+                Some(k) => k.clone(),
+                None => {
+                    let k = match atom.to_string() {
+                        Ok(k) => k,
+                        Err(rquickjs::Error::Utf8(_)) => {
+                            return Err(ConvertError::Invalid(format!(
+                                "{path}: a key contains a lone surrogate, which JSON text cannot carry"
+                            )));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    self.keys.insert(atom.clone(), k.clone());
+                    k
                 }
-                Err(e) => return Err(e.into()),
             };
-            let member_path = path.key(&key);
             let v: Value<'js> = match obj.get(atom) {
                 Ok(v) => v,
                 Err(rquickjs::Error::Exception) => {
-                    return Err(self.thrown("a getter", &member_path));
+                    return Err(self.thrown("a getter", &path.key(&key)));
                 }
                 Err(e) => return Err(e.into()),
             };
             if v.is_undefined() {
                 continue;
             }
+            let member_path = path.key(&key);
             self.add_bytes(key.len() + 4, &member_path)?;
-            let converted = self.convert(v, &key, &member_path, depth + 1)?;
+            let converted = self.convert(v, Key::Name(&key), &member_path, depth + 1)?;
             map.insert(key, converted);
         }
         Ok(serde_json::Value::Object(map))
@@ -475,35 +505,135 @@ pub(crate) fn json_to_js<'js>(
     prim: &Primordials<'js>,
     value: &serde_json::Value,
 ) -> rquickjs::Result<Value<'js>> {
-    Ok(match value {
-        serde_json::Value::Null => Value::new_null(ctx.clone()),
-        serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), *b),
-        serde_json::Value::Number(n) => number_to_js(ctx, prim, n)?,
-        serde_json::Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
-        serde_json::Value::Array(items) => {
-            let array = Array::new(ctx.clone())?;
-            for (i, item) in items.iter().enumerate() {
-                let v = json_to_js(ctx, prim, item)?;
-                array.as_object().prop(
-                    i as u32,
-                    Property::from(v).writable().enumerable().configurable(),
-                )?;
-            }
-            array.into_value()
-        }
-        serde_json::Value::Object(map) => {
-            let obj = Object::new(ctx.clone())?;
-            for (k, item) in map {
-                let v = json_to_js(ctx, prim, item)?;
-                obj.prop(
-                    k.as_str(),
-                    Property::from(v).writable().enumerable().configurable(),
-                )?;
-            }
-            obj.into_value()
-        }
-    })
+    ToJs {
+        ctx,
+        prim,
+        atoms: HashMap::default(),
+        indices_safe: None,
+    }
+    .convert(value)
 }
+
+struct ToJs<'a, 'js> {
+    ctx: &'a Ctx<'js>,
+    prim: &'a Primordials<'js>,
+    /// Keys already made into atoms, and whether assigning them to a fresh object is safe
+    /// (no property of that name on `Object.prototype` could intercept it).
+    atoms: HashMap<&'a str, (Atom<'js>, bool), FxBuild>,
+    /// Whether no array index is a property of `Array.prototype` or `Object.prototype`
+    /// (checked once, for long arrays).
+    indices_safe: Option<bool>,
+}
+
+/// Arrays at least this long are filled by assignment when that is safe.
+const FAST_ARRAY: usize = 32;
+
+impl<'a, 'js> ToJs<'a, 'js> {
+    fn convert(&mut self, value: &'a serde_json::Value) -> rquickjs::Result<Value<'js>> {
+        let ctx = self.ctx;
+        Ok(match value {
+            serde_json::Value::Null => Value::new_null(ctx.clone()),
+            serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), *b),
+            serde_json::Value::Number(n) => number_to_js(ctx, self.prim, n)?,
+            serde_json::Value::String(s) => {
+                rquickjs::String::from_str(ctx.clone(), s)?.into_value()
+            }
+            serde_json::Value::Array(items) => {
+                let array = Array::new(ctx.clone())?;
+                let fast = items.len() >= FAST_ARRAY && self.indices_safe()?;
+                for (i, item) in items.iter().enumerate() {
+                    let v = self.convert(item)?;
+                    if fast {
+                        array.set(i, v)?;
+                    } else {
+                        array.as_object().prop(
+                            i as u32,
+                            Property::from(v).writable().enumerable().configurable(),
+                        )?;
+                    }
+                }
+                array.into_value()
+            }
+            serde_json::Value::Object(map) => {
+                let obj = Object::new(ctx.clone())?;
+                for (k, item) in map {
+                    let v = self.convert(item)?;
+                    let (atom, settable) = match self.atoms.get(k.as_str()) {
+                        Some(entry) => entry.clone(),
+                        None => {
+                            let atom = Atom::from_str(ctx.clone(), k)?;
+                            let settable = k != "__proto__"
+                                && !self.prim.object_prototype.contains_key(atom.clone())?;
+                            self.atoms.insert(k.as_str(), (atom.clone(), settable));
+                            (atom, settable)
+                        }
+                    };
+                    if settable {
+                        obj.set(atom, v)?;
+                    } else {
+                        obj.prop(
+                            atom,
+                            Property::from(v).writable().enumerable().configurable(),
+                        )?;
+                    }
+                }
+                obj.into_value()
+            }
+        })
+    }
+
+    fn indices_safe(&mut self) -> rquickjs::Result<bool> {
+        if let Some(safe) = self.indices_safe {
+            return Ok(safe);
+        }
+        let mut safe = true;
+        for proto in [&self.prim.array_prototype, &self.prim.object_prototype] {
+            for key in proto.own_keys::<Atom<'js>>(Filter::new().string()) {
+                let key = key?.to_string().unwrap_or_default();
+                if key.parse::<u32>().is_ok() {
+                    safe = false;
+                }
+            }
+        }
+        self.indices_safe = Some(safe);
+        Ok(safe)
+    }
+}
+
+/// The FxHash function (as rustc uses): fast for short keys; these maps live for one
+/// conversion and hold keys of the value being converted.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 fn number_to_js<'js>(
     ctx: &Ctx<'js>,

@@ -5,7 +5,7 @@
 //! the same task. Nothing survives between runs.
 
 mod alloc;
-mod convert;
+pub(crate) mod convert;
 mod driver;
 mod flags;
 mod limits;

@@ -428,8 +428,10 @@ impl<'s> Validator<'s> {
         ok
     }
 
-    /// Checks the members of an object: declared properties (and `required`), then unknown
-    /// keys against `additional` (`None` = open, as at the root of parameters).
+    /// Checks the members of an object in one pass over its entries: declared properties
+    /// (found in declaration order first, so the usual case needs no hashing), unknown keys
+    /// against `additional` (`None` = open, as at the root of parameters), then missing
+    /// required properties.
     pub(crate) fn check_object(
         &mut self,
         properties: &IndexMap<String, Node>,
@@ -439,36 +441,32 @@ impl<'s> Validator<'s> {
         depth: usize,
     ) -> bool {
         let mut ok = true;
-        for (key, prop) in properties {
-            match map.get(key) {
-                Some(v) if !self.check(prop, v, &path.key(key), depth + 1) => {
-                    ok = false;
-                    if self.quiet {
-                        return false;
-                    }
+        let mut required_seen = 0usize;
+        let mut cursor = 0usize;
+        for (key, v) in map {
+            let declared = match properties.get_index(cursor) {
+                Some((k, node)) if k == key => {
+                    cursor += 1;
+                    Some(node)
                 }
-                Some(_) => {}
-                None if prop.required => {
-                    ok = false;
-                    if self.quiet {
-                        return false;
+                _ => properties.get_full(key.as_str()).map(|(i, _, node)| {
+                    cursor = i + 1;
+                    node
+                }),
+            };
+            let member_ok = match declared {
+                Some(node) => {
+                    if node.required {
+                        required_seen += 1;
                     }
-                    self.report(&path.key(key), || {
-                        format!("missing required property (expected {})", short_type(prop))
-                    });
+                    self.check(node, v, &path.key(key), depth + 1)
                 }
-                None => {}
-            }
-        }
-        match additional {
-            None | Some(Additional::Allow) => {}
-            Some(Additional::Deny) => {
-                if map.len() > properties.len() || map.keys().any(|k| !properties.contains_key(k)) {
-                    for key in map.keys().filter(|k| !properties.contains_key(*k)) {
-                        ok = false;
-                        if self.quiet {
-                            return false;
-                        }
+                None => match additional {
+                    None | Some(Additional::Allow) => true,
+                    Some(Additional::Schema(node)) => {
+                        self.check(node, v, &path.key(key), depth + 1)
+                    }
+                    Some(Additional::Deny) => {
                         self.report(&path.key(key), || {
                             let known: Vec<&str> = properties.keys().map(String::as_str).collect();
                             if known.is_empty() {
@@ -480,20 +478,28 @@ impl<'s> Validator<'s> {
                                 )
                             }
                         });
+                        false
                     }
+                },
+            };
+            if !member_ok {
+                ok = false;
+                if self.quiet {
+                    return false;
                 }
             }
-            Some(Additional::Schema(node)) => {
-                for (key, v) in map {
-                    if properties.contains_key(key) {
-                        continue;
-                    }
-                    if !self.check(node, v, &path.key(key), depth + 1) {
-                        ok = false;
-                        if self.quiet {
-                            return false;
-                        }
-                    }
+        }
+        let required_total = properties.values().filter(|p| p.required).count();
+        if required_seen < required_total {
+            ok = false;
+            if self.quiet {
+                return false;
+            }
+            for (key, prop) in properties {
+                if prop.required && !map.contains_key(key) {
+                    self.report(&path.key(key), || {
+                        format!("missing required property (expected {})", short_type(prop))
+                    });
                 }
             }
         }

@@ -27,6 +27,9 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
+    fn word(&mut self, items: &[&'static str]) -> &'static str {
+        items[self.below(items.len() as u64) as usize]
+    }
 }
 
 const PATTERNS: &[&str] = &[
@@ -130,7 +133,7 @@ fn gen_node(rng: &mut Rng, depth: u32) -> Node {
             };
             if rng.chance(40) {
                 n = n.minimum(
-                    serde_json::from_str::<serde_json::Number>(*rng.pick(&[
+                    serde_json::from_str::<serde_json::Number>(rng.word(&[
                         "-1",
                         "0",
                         "1.5",
@@ -141,7 +144,7 @@ fn gen_node(rng: &mut Rng, depth: u32) -> Node {
             }
             if rng.chance(40) {
                 n = n.maximum(
-                    serde_json::from_str::<serde_json::Number>(*rng.pick(&[
+                    serde_json::from_str::<serde_json::Number>(rng.word(&[
                         "2",
                         "10",
                         "1e2",
@@ -157,7 +160,7 @@ fn gen_node(rng: &mut Rng, depth: u32) -> Node {
                 n = n.exclusive_maximum(3);
             }
             if rng.chance(20) {
-                let m = *rng.pick(&["2", "0.5", "3"]);
+                let m = rng.word(&["2", "0.5", "3"]);
                 n = n.multiple_of(serde_json::from_str::<serde_json::Number>(m).unwrap());
             }
             n
@@ -227,7 +230,7 @@ fn gen_value(rng: &mut Rng, depth: u32) -> Value {
     match rng.below(if depth >= 3 { 5 } else { 8 }) {
         0 => Value::Null,
         1 => Value::Bool(rng.chance(50)),
-        2 => number(*rng.pick(NUMBERS)),
+        2 => number(rng.word(NUMBERS)),
         3 => {
             if rng.chance(30) {
                 let (_, good, bad) = rng.pick(FORMATS);
@@ -272,7 +275,7 @@ fn sample(rng: &mut Rng, node: &Node, depth: u32) -> Value {
             }
             json!(rng.pick(WORDS))
         }
-        NodeKind::Number(_) | NodeKind::Integer(_) => number(*rng.pick(NUMBERS)),
+        NodeKind::Number(_) | NodeKind::Integer(_) => number(rng.word(NUMBERS)),
         NodeKind::Boolean => json!(rng.chance(50)),
         NodeKind::Null => Value::Null,
         NodeKind::Literal(v) => v.clone(),

@@ -25,11 +25,11 @@ fn validation_lists_every_violation_with_its_path() {
         .unwrap_err();
     assert_eq!(
         report.to_string(),
-        "args.path: missing required property (expected string)\n\
-         args.mode: expected one of \"r\", \"w\", got \"x\"\n\
+        "args.mode: expected one of \"r\", \"w\", got \"x\"\n\
          args.items[1].name: expected string, got number\n\
          args.items[1].n: expected a number >= 0, got -1\n\
-         args.items[1].extra: unknown property (allowed: name, n)"
+         args.items[1].extra: unknown property (allowed: name, n)\n\
+         args.path: missing required property (expected string)"
     );
 }
 

@@ -1,0 +1,57 @@
+//! Issue 3's figures: validation against the `jsonschema` crate, and the sandbox's direct
+//! value conversion against a `JSON.stringify` round trip.
+//!
+//! `cargo bench --bench schema`
+
+use std::time::Duration;
+
+use codemode::bench_support::{Crossing, time_round_trips};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+#[path = "support/realistic.rs"]
+mod realistic;
+use realistic::realistic;
+
+fn validation(c: &mut Criterion) {
+    let (params, value) = realistic();
+    assert!(params.validate(&value).is_ok());
+    let oracle = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&params.to_json_schema())
+        .unwrap();
+    assert!(oracle.is_valid(&value));
+    let mut group = c.benchmark_group("validate 20-field args");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("codemode", |b| {
+        b.iter(|| params.validate(std::hint::black_box(&value)).is_ok())
+    });
+    group.bench_function("jsonschema", |b| {
+        b.iter(|| oracle.is_valid(std::hint::black_box(&value)))
+    });
+    group.finish();
+}
+
+/// About 1 MB of JSON: records with strings, numbers, booleans, nesting.
+const ONE_MB: &str = "Array.from({length: 6300}, (_, i) => ({id: i, name: 'record number ' + i, score: i * 1.25, active: i % 2 === 0, tags: ['alpha', 'beta', 'gamma'], nested: {depth: 1, label: 'x' + i, values: [i, i + 1, i + 2]}}))";
+
+fn conversion(c: &mut Criterion) {
+    let (_, size) = time_round_trips(ONE_MB, Crossing::Direct, 1);
+    let mut group = c.benchmark_group(format!("JS→Rust→JS of {} KB", size / 1024));
+    group.throughput(Throughput::Bytes(size as u64));
+    group.sample_size(20);
+    group.bench_function("direct conversion", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::Direct, n).0)
+    });
+    group.bench_function("JSON.stringify + serde_json + JSON.parse", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::JsonText, n).0)
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    targets = validation, conversion
+}
+criterion_main!(benches);
