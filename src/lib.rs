@@ -51,10 +51,12 @@ mod value;
 
 pub use builtin::FileTools;
 pub use dispatch::{
-    Agent, AgentDisposed, Arguments, BuildError, CallCard, CallId, CallToken, Content, ErrorKind,
-    Exec, Execute, ExecuteFuture, Hunk, Injection, Location, MAX_TOOL_NAME_LEN, Outcome,
-    RESERVED_TOOL_NAMES, RegisterError, Registry, Request, ResultCard, SearchGroup, SearchMatch,
-    Tool, ToolBuilder, ToolError, ToolHandle, ToolSchema, Visibility, tool_alias,
+    Agent, AgentDisposed, Approval, Approver, Arguments, Around, BuildError, CallCard, CallId,
+    CallToken, Content, Deadline, Decision, ErrorKind, Exec, Execute, ExecuteFuture, Guard,
+    HookHandle, Hunk, Injection, Location, MAX_TOOL_NAME_LEN, Metrics, MetricsSnapshot, Next,
+    Observer, Outcome, PostExecute, PostOutcome, PreExecute, RESERVED_TOOL_NAMES, RegisterError,
+    Registry, Request, ResultCard, Retry, SearchGroup, SearchMatch, Tool, ToolBuilder, ToolError,
+    ToolHandle, ToolMetrics, ToolSchema, Visibility, tool_alias,
 };
 pub use run_code::{RUN_CODE, RunCodeConfig, render_text, run_code_output_schema, run_code_tool};
 pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError};

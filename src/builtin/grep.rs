@@ -57,6 +57,16 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
             ])
             .additional_properties(false),
         ))
+        .present_call(|args| {
+            let pattern = args.get("pattern").and_then(|p| p.as_str()).unwrap_or("");
+            super::cards::search_call(format!("Search for /{pattern}/"), args)
+        })
+        .present_result(|args, outcome| {
+            super::cards::grep_result(outcome).unwrap_or_else(|| {
+                let pattern = args.get("pattern").and_then(|p| p.as_str()).unwrap_or("");
+                super::cards::failed(format!("Search for /{pattern}/"), outcome)
+            })
+        })
         .execute(move |args, exec| {
             let root = root.clone();
             async move {

@@ -46,6 +46,7 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
             ])
             .additional_properties(false),
         ))
+        .present_call(super::cards::list_call)
         .execute(move |args, exec| {
             let root = root.clone();
             async move {

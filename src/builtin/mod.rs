@@ -6,6 +6,7 @@
 //! tokio's blocking pool (it is genuinely blocking I/O) and stops early when the call's
 //! signal is cancelled.
 
+mod cards;
 mod glob;
 mod grep;
 mod list_dir;

@@ -79,6 +79,8 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
             ])
             .additional_properties(false),
         ))
+        .present_call(super::cards::read_call)
+        .present_result(super::cards::read_result)
         .execute(move |args, exec| {
             let root = root.clone();
             async move {

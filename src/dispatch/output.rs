@@ -48,14 +48,10 @@ fn too_deep(value: &Value) -> Option<String> {
     None
 }
 
-/// Renders a value for the model and projects its presentation metadata; a panicking
-/// renderer or projector becomes an error (DESIGN §3 "Errors").
-pub(crate) fn render(
-    tool: &Tool,
-    args: &Value,
-    value: &Value,
-) -> Result<(Vec<Content>, Option<Value>), ToolError> {
-    let content = catch_unwind(AssertUnwindSafe(|| tool.render(args, value))).map_err(|p| {
+/// Renders a value for the model; a panicking renderer becomes an error (DESIGN §3
+/// "Errors").
+pub(crate) fn render(tool: &Tool, args: &Value, value: &Value) -> Result<Vec<Content>, ToolError> {
+    catch_unwind(AssertUnwindSafe(|| tool.render(args, value))).map_err(|p| {
         ToolError::with_kind(
             ErrorKind::Panicked,
             format!(
@@ -64,21 +60,7 @@ pub(crate) fn render(
                 panic_message(&p)
             ),
         )
-    })?;
-    let meta = match &tool.inner.presentation_meta {
-        None => None,
-        Some(f) => catch_unwind(AssertUnwindSafe(|| f(args, value))).map_err(|p| {
-            ToolError::with_kind(
-                ErrorKind::Panicked,
-                format!(
-                    "the presentation projector of tool {} failed: {}",
-                    tool.name(),
-                    panic_message(&p)
-                ),
-            )
-        })?,
-    };
-    Ok((content, meta))
+    })
 }
 
 /// The text of a panic payload.

@@ -13,8 +13,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
+use super::around::Around;
 use super::call::CallToken;
+use super::guard::Guard;
+use super::hooks::{HookHandle, Hooks};
+use super::observe::Observer;
 use super::outcome::Outcome;
+use super::post_execute::PostExecute;
+use super::pre_execute::{Approver, PreExecute};
 use super::tool::{Tool, ToolSchema, Visibility};
 
 /// Most characters a tool name may have.
@@ -123,6 +129,10 @@ impl WeakRegistry {
     pub(crate) fn upgrade(&self) -> Option<Registry> {
         self.0.upgrade().map(|inner| Registry { inner })
     }
+
+    pub(crate) fn dangling() -> Self {
+        WeakRegistry(Weak::new())
+    }
 }
 
 pub(crate) struct RegistryInner {
@@ -131,6 +141,7 @@ pub(crate) struct RegistryInner {
     pub(crate) next_call: AtomicU64,
     token_seed: u64,
     pub(crate) agent: Agent,
+    pub(crate) hooks: Hooks,
 }
 
 #[derive(Default)]
@@ -169,6 +180,7 @@ impl Registry {
                 next_call: AtomicU64::new(1),
                 token_seed: RandomState::new().hash_one(0x636f_6465_6d6f_6465u64),
                 agent: Agent::new(),
+                hooks: Hooks::default(),
             }),
         }
     }
@@ -311,6 +323,53 @@ impl Registry {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         CallToken(z ^ (z >> 31))
+    }
+
+    fn hook(&self, change: impl FnOnce(&mut super::hooks::HookSet, u64)) -> HookHandle {
+        HookHandle {
+            registry: self.downgrade(),
+            id: self.inner.hooks.update(change),
+        }
+    }
+
+    /// Adds a `pre_execute` listener (stage 2): allow, deny with a reason, or ask the
+    /// approver. Listeners run in the order they were added; the first that does not allow
+    /// decides.
+    pub fn pre_execute(&self, listener: impl PreExecute) -> HookHandle {
+        let listener: Arc<dyn PreExecute> = Arc::new(listener);
+        self.hook(|set, id| set.pre.push((id, listener)))
+    }
+
+    /// Adds a guard (stage 3): the final, monotonic deny that nothing later can undo.
+    pub fn guard(&self, guard: impl Guard) -> HookHandle {
+        let guard: Arc<dyn Guard> = Arc::new(guard);
+        self.hook(|set, id| set.guards.push((id, guard)))
+    }
+
+    /// Adds an around-wrapper (stage 4). The first added is the outermost layer; see
+    /// [`Around`] for the order, drawn as an onion.
+    pub fn around(&self, wrapper: impl Around) -> HookHandle {
+        let wrapper: Arc<dyn Around> = Arc::new(wrapper);
+        self.hook(|set, id| set.around.push((id, wrapper)))
+    }
+
+    /// Adds a `post_execute` listener (stage 7): replace the content or the value, block
+    /// the result, attach context.
+    pub fn post_execute(&self, listener: impl PostExecute) -> HookHandle {
+        let listener: Arc<dyn PostExecute> = Arc::new(listener);
+        self.hook(|set, id| set.post.push((id, listener)))
+    }
+
+    /// Adds a `result` observer (stage 8): sees every finished call's outcome, read-only.
+    pub fn observe(&self, observer: impl Observer) -> HookHandle {
+        let observer: Arc<dyn Observer> = Arc::new(observer);
+        self.hook(|set, id| set.observers.push((id, observer)))
+    }
+
+    /// Sets (or, with `None`, removes) the approver that answers `Decision::Ask`. Without
+    /// one, `Ask` is a denial that says so.
+    pub fn set_approver(&self, approver: Option<Arc<dyn Approver>>) {
+        self.inner.hooks.update(|set, _| set.approver = approver);
     }
 
     /// Calls a tool with a fresh cancellation signal and the registry's agent.

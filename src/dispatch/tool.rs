@@ -236,10 +236,12 @@ impl Tool {
         }
     }
 
-    /// The card a UI shows when a call of this tool starts. Falls back to the generic card
-    /// when the tool has no projector or its projector panics (malformed or old arguments).
+    /// The card a UI shows when a call of this tool starts. Soft-validated: arguments that
+    /// do not match the parameters schema (malformed, or from an older version of the tool),
+    /// a tool without a projector, or a projector that panics give the generic card.
     pub fn present_call(&self, args: &Value) -> CallCard {
         if let Some(f) = &self.inner.present_call
+            && self.inner.parameters.validate(args).is_ok()
             && let Ok(card) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args)))
         {
             return card;
@@ -252,10 +254,15 @@ impl Tool {
         }
     }
 
-    /// The card a UI shows for an outcome of this tool. Falls back to the generic card when
-    /// the tool has no projector or its projector panics.
+    /// The card a UI shows for an outcome of this tool. Soft-validated like
+    /// [`Tool::present_call`]; also generic when the outcome's value does not match the output
+    /// schema.
     pub fn present_result(&self, args: &Value, outcome: &Outcome) -> ResultCard {
         if let Some(f) = &self.inner.present_result
+            && self.inner.parameters.validate(args).is_ok()
+            && outcome
+                .value()
+                .is_none_or(|v| self.inner.output.validate(v).is_ok())
             && let Ok(card) =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args, outcome)))
         {

@@ -5,6 +5,7 @@ mod cli;
 mod dispatch;
 mod import;
 mod oracle;
+mod pipeline;
 mod readme;
 mod run_code;
 mod schema;
