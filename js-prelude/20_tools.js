@@ -10,7 +10,7 @@
 
 const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, Promise, PromiseReject, String } = P;
+const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, ObjectPrototype, Promise, PromiseReject, PromiseResolve, String } = P;
 
 class ToolCallError extends P.Error {
   constructor(toolName, message) {
@@ -40,12 +40,17 @@ function messageOf(error) {
 // reaches it.
 const pending = ObjectCreate(null);
 
-function callTool(name, args) {
-  let id;
-  try {
-    id = H.call(name, args === undefined ? {} : args, P);
-  } catch (error) {
-    return PromiseReject(new ToolCallError(name, messageOf(error)));
+// The host answers through this box when a call did not complete at once: `id` > 0 for a
+// call in flight, or `id` 0 and `error` for a call that failed before or while starting.
+const box = ObjectCreate(null);
+box.id = 0;
+box.error = "";
+
+// A call in flight (or that failed to start): settled later by the host.
+function waitFor(name) {
+  const id = box.id;
+  if (id === 0) {
+    return PromiseReject(new ToolCallError(name, box.error));
   }
   return new Promise((resolve, reject) => {
     pending[id] = { resolve, reject, name };
@@ -63,19 +68,6 @@ internals.settle = function settle(id, ok, payload) {
   }
 };
 
-const target = ObjectCreate(null);
-const names = H.toolNames;
-for (let i = 0; i < names.length; i++) {
-  const name = names[i][0];
-  const alias = names[i][1];
-  const fn = { [alias](args) { return callTool(name, args); } }[alias];
-  ObjectDefineProperty(target, name, { value: fn, enumerable: true });
-  if (alias !== name && target[alias] === undefined) {
-    ObjectDefineProperty(target, alias, { value: fn, enumerable: false });
-  }
-}
-ObjectFreeze(target);
-
 // Names that generic code probes on any object: they are never tools, and reading them
 // gives `undefined` instead of an error.
 const probes = ObjectCreate(null);
@@ -86,16 +78,40 @@ for (const key of ["then", "catch", "finally", "toJSON", "prototype", "inspect",
 }
 ObjectFreeze(probes);
 
-const handler = ObjectFreeze({
+// Reading a name that is not a tool reaches this proxy (the prototype of `tools`): probes
+// give `undefined`, anything else throws a ToolCallError that lists the tools.
+const unknown = new P.Proxy(ObjectCreate(null), ObjectFreeze({
   __proto__: null,
   get(t, key) {
-    if (typeof key === "symbol") return undefined;
-    const fn = t[key];
-    if (fn !== undefined) return fn;
-    if (probes[key] === true) return undefined;
+    if (typeof key === "symbol" || probes[key] === true) return undefined;
     throw new ToolCallError(key, H.unknownTool(key));
   },
-});
+}));
 
-internals.tools = new P.Proxy(target, handler);
+// The tools are own properties (a plain property read, no trap), frozen.
+const tools = ObjectCreate(unknown);
+const names = H.toolNames;
+for (let i = 0; i < names.length; i++) {
+  const name = names[i][0];
+  const alias = names[i][1];
+  const index = i;
+  const fn = {
+    [alias](args) {
+      let result;
+      try {
+        result = H.call(index, args === undefined ? {} : args, P, box, ObjectPrototype);
+      } catch (error) {
+        return PromiseReject(new ToolCallError(name, messageOf(error)));
+      }
+      return result !== box ? PromiseResolve(result) : waitFor(name);
+    },
+  }[alias];
+  ObjectDefineProperty(tools, name, { value: fn, enumerable: true });
+  if (alias !== name && !P.ObjectPrototypeHasOwnProperty(tools, alias)) {
+    ObjectDefineProperty(tools, alias, { value: fn, enumerable: false });
+  }
+}
+ObjectFreeze(tools);
+
+internals.tools = tools;
 internals.ToolCallError = ToolCallError;

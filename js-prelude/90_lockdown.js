@@ -18,6 +18,32 @@ install("clearTimeout", internals.clearTimeout);
 install("setInterval", internals.setInterval);
 install("clearInterval", internals.clearInterval);
 
+// `__codemode_at(n)` runs before the program's n-th await (the host numbers them), so a
+// deadlock can name where the program waits.
+let lastAwait = 0;
+install("__codemode_at", function __codemode_at(n) {
+  lastAwait = n;
+});
+internals.lastAwait = () => lastAwait;
+
+// The host's promise rejection tracker reports here; rejections still unhandled when the
+// program ends are logged.
+const unhandled = new P.Map();
+install("__codemode_rejection", function __codemode_rejection(promise, reason, handled) {
+  if (handled) {
+    P.MapPrototypeDelete(unhandled, promise);
+  } else {
+    P.MapPrototypeSet(unhandled, promise, reason);
+  }
+});
+internals.reportUnhandled = function reportUnhandled(main) {
+  P.MapPrototypeDelete(unhandled, main);
+  P.MapPrototypeForEach(unhandled, (reason) => {
+    internals.host.log("error", "Unhandled promise rejection: " + internals.inspect(reason));
+  });
+  P.MapPrototypeClear(unhandled);
+};
+
 // The runner the host calls: runs the program function and, for `export default <fn>`,
 // calls the exported function.
 internals.runDefault = async function runDefault(main) {

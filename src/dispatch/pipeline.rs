@@ -52,7 +52,7 @@ pub(crate) async fn run(registry: Registry, request: Request) -> Outcome {
         );
         return Outcome::error(
             call_id,
-            Arc::from(request.name.as_str()),
+            request.name.clone(),
             ToolError::with_kind(ErrorKind::UnknownTool, message),
         );
     };
@@ -154,13 +154,18 @@ async fn stages_1_to_6(
         }
     }
     // Stages 4 and 5.
-    let next = Next {
-        layers: hooks.chain.clone(),
-        index: 0,
-        tool: tool.clone(),
-        args: arguments.clone(),
+    let executed = if hooks.chain.is_empty() {
+        execute(tool, arguments, exec).await
+    } else {
+        let next = Next {
+            layers: hooks.chain.clone(),
+            index: 0,
+            tool: tool.clone(),
+            args: arguments.clone(),
+        };
+        next.run(exec.clone()).await
     };
-    let result = match next.run(exec.clone()).await {
+    let result = match executed {
         Err(e) if exec.signal().is_cancelled() && e.kind() == ErrorKind::Failed => Err(
             ToolError::with_kind(ErrorKind::Cancelled, e.message().to_owned()),
         ),
@@ -170,6 +175,30 @@ async fn stages_1_to_6(
     let value = result?;
     check_output(tool, &value)?;
     Ok(value)
+}
+
+/// Stage 5 without around-wrappers: `execute`, a panic (sync or async) becoming an error.
+async fn execute(tool: &Tool, arguments: &Arguments, exec: &Exec) -> Result<Value, ToolError> {
+    let panicked = |p: Box<dyn std::any::Any + Send>| {
+        ToolError::with_kind(
+            ErrorKind::Panicked,
+            format!(
+                "tool {} failed unexpectedly: {}",
+                tool.name(),
+                panic_message(&p)
+            ),
+        )
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| {
+        tool.inner.execute.execute(arguments.clone(), exec.clone())
+    }));
+    match started {
+        Err(p) => Err(panicked(p)),
+        Ok(fut) => match futures::FutureExt::catch_unwind(AssertUnwindSafe(fut)).await {
+            Ok(r) => r,
+            Err(p) => Err(panicked(p)),
+        },
+    }
 }
 
 fn denied(reason: String) -> ToolError {

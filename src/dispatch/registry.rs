@@ -22,6 +22,7 @@ use super::outcome::Outcome;
 use super::post_execute::PostExecute;
 use super::pre_execute::{Approver, PreExecute};
 use super::tool::{Tool, ToolSchema, Visibility};
+use crate::value::FxBuild;
 
 /// Most characters a tool name may have.
 pub const MAX_TOOL_NAME_LEN: usize = 128;
@@ -146,9 +147,9 @@ pub(crate) struct RegistryInner {
 
 #[derive(Default)]
 struct ToolTable {
-    by_name: IndexMap<Arc<str>, Entry>,
+    by_name: IndexMap<Arc<str>, Entry, FxBuild>,
     /// alias → name, for names whose alias differs from the name.
-    aliases: HashMap<String, Arc<str>>,
+    aliases: HashMap<String, Arc<str>, FxBuild>,
 }
 
 struct Entry {
@@ -462,7 +463,7 @@ impl Drop for ToolHandle {
 /// everything it started.
 #[derive(Clone, Debug)]
 pub struct Request {
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     pub(crate) arguments: Value,
     pub(crate) signal: CancellationToken,
     pub(crate) parent: Option<CallToken>,
@@ -472,7 +473,7 @@ pub struct Request {
 
 impl Request {
     /// A call of `name` with `arguments`, cancelled through `signal`.
-    pub fn new(name: impl Into<String>, arguments: Value, signal: CancellationToken) -> Request {
+    pub fn new(name: impl Into<Arc<str>>, arguments: Value, signal: CancellationToken) -> Request {
         Request {
             name: name.into(),
             arguments,

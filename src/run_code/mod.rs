@@ -16,7 +16,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
-use crate::sandbox::{self, CallRecord, Limits, LogEntry, LogLevel, ProgramError, RunRequest};
+use crate::sandbox::{
+    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError, RunRequest,
+};
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
 /// The tool's name.
@@ -25,7 +27,7 @@ pub const RUN_CODE: &str = "run_code";
 /// How `run_code` runs programs.
 ///
 /// Defaults: [`Limits::default`]; `max_timeout` 300 000 ms (the most a call's `timeout_ms`
-/// may ask for).
+/// may ask for); `calls_listed` 100.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RunCodeConfig {
@@ -33,6 +35,10 @@ pub struct RunCodeConfig {
     pub limits: Limits,
     /// The longest timeout a call may ask for with `timeout_ms`.
     pub max_timeout: Duration,
+    /// How many calls the result lists one by one. Calls after these are folded, per tool
+    /// and status, into entries with a `count` and the total `ms`, so a program that makes
+    /// 100 000 calls still has a result the model can read.
+    pub calls_listed: usize,
 }
 
 impl Default for RunCodeConfig {
@@ -40,6 +46,7 @@ impl Default for RunCodeConfig {
         RunCodeConfig {
             limits: Limits::default(),
             max_timeout: Duration::from_millis(300_000),
+            calls_listed: 100,
         }
     }
 }
@@ -48,6 +55,12 @@ impl RunCodeConfig {
     /// Sets the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets how many calls the result lists one by one.
+    pub fn calls_listed(mut self, n: usize) -> Self {
+        self.calls_listed = n;
         self
     }
 
@@ -86,6 +99,12 @@ pub fn run_code_output_schema() -> ValueSchema {
                 .required(),
         ),
         ("ms", Node::integer().minimum(0).required()),
+        (
+            "count",
+            Node::integer().minimum(1).describe(
+                "For folded entries: how many calls of this tool and status; `ms` is their total.",
+            ),
+        ),
     ])
     .additional_properties(false);
     ValueSchema::new(
@@ -171,32 +190,82 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                     signal: exec.signal().clone(),
                 })
                 .await;
-                Ok(canonical_value(report.result, report.logs, report.calls))
+                Ok(canonical_value(
+                    report.result,
+                    report.logs,
+                    report.calls,
+                    config.calls_listed,
+                ))
             }
         })
         .build()
         .unwrap_or_else(|e| unreachable!("the run_code definition is valid: {e}"))
 }
 
-/// The canonical value of a run (DESIGN §5 "Result").
+/// The canonical value of a run (DESIGN §5 "Result"), built directly. The first
+/// `listed` calls appear one by one; later ones are folded per tool and status into
+/// entries with a `count` and their total `ms`.
 pub(crate) fn canonical_value(
     result: Result<Option<Value>, ProgramError>,
     logs: Vec<LogEntry>,
     calls: Vec<CallRecord>,
+    listed: usize,
 ) -> Value {
     let mut out = Map::new();
-    match &result {
-        Ok(_) => out.insert("status".into(), "ok".into()),
-        Err(_) => out.insert("status".into(), "error".into()),
+    let (status, value, error) = match result {
+        Ok(v) => ("ok", v, None),
+        Err(e) => ("error", None, Some(e)),
     };
-    if let Ok(Some(v)) = &result {
-        out.insert("result".into(), v.clone());
+    out.insert("status".into(), status.into());
+    if let Some(v) = value {
+        out.insert("result".into(), v);
     }
-    out.insert("logs".into(), json!(logs));
-    if let Err(e) = &result {
+    let logs: Vec<Value> = logs
+        .into_iter()
+        .map(|l| {
+            let mut m = Map::with_capacity(2);
+            m.insert("level".into(), l.level.as_str().into());
+            m.insert("text".into(), Value::String(l.text));
+            Value::Object(m)
+        })
+        .collect();
+    out.insert("logs".into(), Value::Array(logs));
+    if let Some(e) = error {
         out.insert("error".into(), json!(e));
     }
-    out.insert("calls".into(), json!(calls));
+    let status_str = |s: CallStatus| match s {
+        CallStatus::Ok => "ok",
+        CallStatus::Error => "error",
+        CallStatus::Cancelled => "cancelled",
+    };
+    let entry = |tool: String, status: CallStatus, ms: u64, count: Option<u64>| {
+        let mut m = Map::with_capacity(4);
+        m.insert("tool".into(), Value::String(tool));
+        m.insert("status".into(), status_str(status).into());
+        m.insert("ms".into(), ms.into());
+        if let Some(n) = count {
+            m.insert("count".into(), n.into());
+        }
+        Value::Object(m)
+    };
+    let mut list: Vec<Value> = Vec::with_capacity(calls.len().min(listed) + 4);
+    let mut folded: Vec<(String, CallStatus, u64, u64)> = Vec::new();
+    for (i, c) in calls.into_iter().enumerate() {
+        if i < listed {
+            list.push(entry(c.tool, c.status, c.ms, None));
+        } else if let Some(f) = folded.iter_mut().find(|f| f.0 == c.tool && f.1 == c.status) {
+            f.2 += c.ms;
+            f.3 += 1;
+        } else {
+            folded.push((c.tool, c.status, c.ms, 1));
+        }
+    }
+    list.extend(
+        folded
+            .into_iter()
+            .map(|(tool, status, ms, n)| entry(tool, status, ms, Some(n))),
+    );
+    out.insert("calls".into(), Value::Array(list));
     Value::Object(out)
 }
 

@@ -72,7 +72,6 @@ impl LimitedAllocator {
             return self.refuse();
         }
         self.used += size;
-        self.flags.record_usage(self.used);
         // SAFETY: `base` points to at least HEADER + size bytes aligned to ALIGN, so the
         // header write is in bounds and aligned for `usize`, and `base + HEADER` is inside
         // the block.
@@ -141,7 +140,6 @@ unsafe impl Allocator for LimitedAllocator {
                 return self.refuse();
             }
             self.used = self.used - old_size + new_size;
-            self.flags.record_usage(self.used);
             base.cast::<usize>().write(new_size);
             base.add(HEADER)
         }

@@ -26,48 +26,76 @@ use rquickjs::object::Property;
 use rquickjs::{Array, Atom, BigInt, Coerced, Ctx, Filter, Function, Object, Type, Value};
 use serde_json::{Map, Number};
 
-use crate::value::{MAX_DEPTH, PathSeg};
+use crate::value::{FxBuild, MAX_DEPTH, PathSeg};
 
 /// Largest integer a JS number holds exactly: 2^53 − 1.
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// Built-ins captured before any program code runs, so that a program replacing
 /// `globalThis.Map` (or anything else) cannot change how values convert.
+///
+/// Only the two prototypes are read up front (every conversion needs them); the rest are
+/// read from the prelude's frozen primordials object when a value needs them.
 pub(crate) struct Primordials<'js> {
-    pub(crate) object_prototype: Object<'js>,
-    pub(crate) array_prototype: Object<'js>,
-    pub(crate) bigint: Function<'js>,
-    classes: Vec<(&'static str, &'static str, Object<'js>)>,
-    array_buffer_is_view: Function<'js>,
+    source: Object<'js>,
+    object_prototype: std::cell::OnceCell<Option<Object<'js>>>,
+    array_prototype: std::cell::OnceCell<Option<Object<'js>>>,
 }
+
+/// Built-ins that are not JSON, with what to do instead.
+const NOT_JSON_CLASSES: &[(&str, &str)] = &[
+    ("Map", "convert it with Object.fromEntries(map) or [...map]"),
+    ("Set", "convert it with [...set]"),
+    ("WeakMap", "a WeakMap cannot be listed; use a plain object"),
+    ("WeakSet", "a WeakSet cannot be listed; use an array"),
+    (
+        "ArrayBuffer",
+        "convert it with Array.from(new Uint8Array(buffer))",
+    ),
+    ("Promise", "await it first"),
+    ("RegExp", "convert it with String(regexp)"),
+    ("WeakRef", "use the value it refers to"),
+];
 
 impl<'js> Primordials<'js> {
     /// Reads the built-ins from `source` (the prelude's frozen primordials object).
     pub(crate) fn capture(source: &Object<'js>) -> rquickjs::Result<Self> {
-        let get = |key: &str| source.get::<_, Object<'js>>(key);
-        let mut classes = Vec::new();
-        for (name, hint) in [
-            ("Map", "convert it with Object.fromEntries(map) or [...map]"),
-            ("Set", "convert it with [...set]"),
-            ("WeakMap", "a WeakMap cannot be listed; use a plain object"),
-            ("WeakSet", "a WeakSet cannot be listed; use an array"),
-            (
-                "ArrayBuffer",
-                "convert it with Array.from(new Uint8Array(buffer))",
-            ),
-            ("Promise", "await it first"),
-            ("RegExp", "convert it with String(regexp)"),
-            ("WeakRef", "use the value it refers to"),
-        ] {
-            classes.push((name, hint, get(name)?));
-        }
         Ok(Primordials {
-            object_prototype: get("ObjectPrototype")?,
-            array_prototype: get("ArrayPrototype")?,
-            bigint: source.get("BigInt")?,
-            classes,
-            array_buffer_is_view: source.get("ArrayBufferIsView")?,
+            object_prototype: std::cell::OnceCell::new(),
+            array_prototype: std::cell::OnceCell::new(),
+            source: source.clone(),
         })
+    }
+
+    /// As [`Primordials::capture`], with `Object.prototype` already at hand (the prelude
+    /// passes it with every call, which saves a property look-up).
+    pub(crate) fn with_object_prototype(
+        source: &Object<'js>,
+        object_prototype: Object<'js>,
+    ) -> Self {
+        Primordials {
+            object_prototype: std::cell::OnceCell::from(Some(object_prototype)),
+            array_prototype: std::cell::OnceCell::new(),
+            source: source.clone(),
+        }
+    }
+
+    /// `Object.prototype` as it was before the program ran.
+    pub(crate) fn object_prototype(&self) -> Option<&Object<'js>> {
+        self.object_prototype
+            .get_or_init(|| self.source.get("ObjectPrototype").ok())
+            .as_ref()
+    }
+
+    /// `Array.prototype` as it was before the program ran.
+    pub(crate) fn array_prototype(&self) -> Option<&Object<'js>> {
+        self.array_prototype
+            .get_or_init(|| self.source.get("ArrayPrototype").ok())
+            .as_ref()
+    }
+
+    fn get<T: rquickjs::FromJs<'js>>(&self, name: &str) -> rquickjs::Result<T> {
+        self.source.get(name)
     }
 }
 
@@ -77,6 +105,8 @@ pub(crate) enum ConvertError {
     Invalid(String),
     /// The engine threw an uncatchable exception (interrupt, out of memory): propagate it.
     Engine(rquickjs::Error),
+    /// The run was stopped (timeout, memory, cancellation) while converting.
+    Stopped,
 }
 
 impl From<rquickjs::Error> for ConvertError {
@@ -100,7 +130,13 @@ pub(crate) struct ToJson<'a, 'js> {
     length: Atom<'js>,
     /// Keys already read as Rust strings (objects of one shape repeat their keys).
     keys: HashMap<Atom<'js>, String, FxBuild>,
+    /// The run's stop flags, polled every [`STOP_POLL`] values.
+    flags: Option<&'a super::flags::RunFlags>,
+    visited: usize,
 }
+
+/// How many values a conversion walks between two looks at the run's stop flags.
+const STOP_POLL: usize = 4096;
 
 /// The key a value sits under, for `toJSON(key)`; formatted only when a `toJSON` runs.
 #[derive(Clone, Copy)]
@@ -135,7 +171,15 @@ impl<'a, 'js> ToJson<'a, 'js> {
             to_json: Atom::from_predefined(ctx.clone(), PredefinedAtom::ToJSON),
             length: Atom::from_predefined(ctx.clone(), PredefinedAtom::Length),
             keys: HashMap::default(),
+            flags: None,
+            visited: 0,
         }
+    }
+
+    /// Stops the conversion when the run is stopped (polled every few thousand values).
+    pub(crate) fn watching(mut self, flags: &'a super::flags::RunFlags) -> Self {
+        self.flags = Some(flags);
+        self
     }
 
     fn add_bytes(&mut self, n: usize, path: &PathSeg<'_>) -> Result<(), ConvertError> {
@@ -181,6 +225,13 @@ impl<'a, 'js> ToJson<'a, 'js> {
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
+        self.visited += 1;
+        if self.visited % STOP_POLL == 0
+            && let Some(flags) = self.flags
+            && flags.reason().is_some()
+        {
+            return Err(ConvertError::Stopped);
+        }
         match value.type_of() {
             Type::Null => {
                 self.add_bytes(4, path)?;
@@ -309,7 +360,8 @@ impl<'a, 'js> ToJson<'a, 'js> {
         let plain = match &proto {
             None => true,
             Some(p) => {
-                *p == self.prim.object_prototype || (is_array && *p == self.prim.array_prototype)
+                Some(p) == self.prim.object_prototype()
+                    || (is_array && Some(p) == self.prim.array_prototype())
             }
         };
         if !plain
@@ -331,8 +383,11 @@ impl<'a, 'js> ToJson<'a, 'js> {
 
     /// A message when `obj` is a built-in that is not JSON.
     fn unsupported(&self, obj: &Object<'js>) -> Option<String> {
-        for (name, hint, ctor) in &self.prim.classes {
-            if obj.is_instance_of(ctor) {
+        for (name, hint) in NOT_JSON_CLASSES {
+            let Ok(ctor) = self.prim.get::<Object<'js>>(name) else {
+                continue;
+            };
+            if obj.is_instance_of(&ctor) {
                 let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) {
                     "an"
                 } else {
@@ -343,8 +398,8 @@ impl<'a, 'js> ToJson<'a, 'js> {
         }
         let is_view: bool = self
             .prim
-            .array_buffer_is_view
-            .call((obj.clone(),))
+            .get::<Function<'js>>("ArrayBufferIsView")
+            .and_then(|f| f.call((obj.clone(),)))
             .unwrap_or(false);
         if is_view {
             return Some(
@@ -563,7 +618,10 @@ impl<'a, 'js> ToJs<'a, 'js> {
                         None => {
                             let atom = Atom::from_str(ctx.clone(), k)?;
                             let settable = k != "__proto__"
-                                && !self.prim.object_prototype.contains_key(atom.clone())?;
+                                && match self.prim.object_prototype() {
+                                    Some(proto) => !proto.contains_key(atom.clone())?,
+                                    None => false,
+                                };
                             self.atoms.insert(k.as_str(), (atom.clone(), settable));
                             (atom, settable)
                         }
@@ -587,7 +645,12 @@ impl<'a, 'js> ToJs<'a, 'js> {
             return Ok(safe);
         }
         let mut safe = true;
-        for proto in [&self.prim.array_prototype, &self.prim.object_prototype] {
+        let protos = [self.prim.array_prototype(), self.prim.object_prototype()];
+        if protos.iter().any(Option::is_none) {
+            self.indices_safe = Some(false);
+            return Ok(false);
+        }
+        for proto in protos.into_iter().flatten() {
             for key in proto.own_keys::<Atom<'js>>(Filter::new().string()) {
                 let key = key?.to_string().unwrap_or_default();
                 if key.parse::<u32>().is_ok() {
@@ -599,41 +662,6 @@ impl<'a, 'js> ToJs<'a, 'js> {
         Ok(safe)
     }
 }
-
-/// The FxHash function (as rustc uses): fast for short keys; these maps live for one
-/// conversion and hold keys of the value being converted.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 fn number_to_js<'js>(
     ctx: &Ctx<'js>,
@@ -662,5 +690,5 @@ fn number_to_js<'js>(
     if let Ok(u) = text.parse::<u64>() {
         return Ok(BigInt::from_u64(ctx.clone(), u)?.into_value());
     }
-    prim.bigint.call((text,))
+    prim.get::<Function<'js>>("BigInt")?.call((text,))
 }

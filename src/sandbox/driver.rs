@@ -15,9 +15,10 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -33,7 +34,7 @@ use super::flags::{RunFlags, StopReason};
 use super::logs::{LogCapture, LogEntry, LogLevel};
 use super::report::{CallRecord, CallStatus, ProgramError};
 use super::source::{self, Program};
-use super::{Limits, prelude};
+use super::{Limits, prelude, watchdog};
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
 use crate::value::{PathSeg, json_size};
 
@@ -60,22 +61,78 @@ pub(crate) struct RunReport {
 
 struct QueuedCall {
     id: u64,
-    name: String,
+    tool: usize,
     args: serde_json::Value,
 }
 
+/// What starting a call needs, shared by the host functions and the loop.
+struct Dispatch {
+    registry: Registry,
+    agent: Agent,
+    parent: Option<CallToken>,
+    /// The signal of every nested call: cancelled when the program ends, and a child of the
+    /// `run_code` call's signal, so cancelling the run cancels its calls.
+    signal: CancellationToken,
+}
+
+impl Dispatch {
+    fn start(&self, id: u64, name: Arc<str>, args: serde_json::Value) -> CallFuture {
+        let mut request = Request::new(name, args, self.signal.clone())
+            .nested(true)
+            .agent(self.agent.clone());
+        if let Some(parent) = self.parent {
+            request = request.parent(parent);
+        }
+        Box::pin(
+            self.registry
+                .dispatch(request)
+                .map(move |outcome| (id, outcome)),
+        )
+    }
+}
+
 /// State shared by the host functions (called from JS) and the loop. Never locked while
-/// JavaScript runs.
+/// JavaScript runs or a tool is polled.
 struct HostState {
+    /// Calls waiting for room under `max_in_flight`.
     queued: VecDeque<QueuedCall>,
+    /// Calls a host function started that did not finish at once, for the loop to poll.
+    started: Vec<CallFuture>,
+    /// Calls started and not finished.
+    in_flight: usize,
     next_id: u64,
-    records: Vec<CallRecord>,
+    /// Each call: the index of its tool in `tool_names`, its status, its milliseconds
+    /// (`NOT_STARTED` until it starts).
+    records: Vec<(usize, CallStatus, u64)>,
+    /// When each call started (same index as `records`).
+    started_at: Vec<Option<Instant>>,
     logs: LogCapture,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     active_timers: HashSet<u64>,
-    tool_names: Vec<String>,
-    max_tool_calls: usize,
-    max_input_bytes: usize,
+    tool_names: Vec<Arc<str>>,
+    limits: Limits,
+    /// The loop task's waker: a call started from JavaScript is polled with it once at
+    /// once, so a tool that is ready at once answers without a trip through the loop.
+    waker: Option<Waker>,
+    dispatch: Dispatch,
+}
+
+impl HostState {
+    /// Records how a call ended: from its outcome's own timing when it finished, from its
+    /// start when it was cancelled unfinished.
+    fn finish_record(&mut self, id: u64, status: CallStatus, took: Option<Duration>) {
+        let i = (id - 1) as usize;
+        let started = self.started_at.get_mut(i).and_then(Option::take);
+        let ms = match (took, started) {
+            (Some(d), _) => d.as_millis() as u64,
+            (None, Some(t)) => t.elapsed().as_millis() as u64,
+            (None, None) => 0,
+        };
+        if let Some(r) = self.records.get_mut(i) {
+            r.1 = status;
+            r.2 = ms;
+        }
+    }
 }
 
 type Shared = Arc<Mutex<HostState>>;
@@ -85,6 +142,14 @@ fn lock(state: &Shared) -> MutexGuard<'_, HostState> {
 }
 
 type CallFuture = Pin<Box<dyn Future<Output = (u64, Outcome)> + Send>>;
+
+fn status_of(outcome: &Outcome) -> CallStatus {
+    match outcome.error_kind() {
+        None => CallStatus::Ok,
+        Some(ErrorKind::Cancelled) => CallStatus::Cancelled,
+        Some(_) => CallStatus::Error,
+    }
+}
 
 /// Runs a program to its end. Never panics on anything the program does.
 pub(crate) async fn run(request: RunRequest) -> RunReport {
@@ -115,7 +180,9 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
             });
         }
     };
-    let flags = Arc::new(RunFlags::new(started + request.limits.timeout));
+    let deadline = started + request.limits.timeout;
+    let flags = Arc::new(RunFlags::new(deadline));
+    watchdog::watch(&flags, deadline);
     let runtime = match AsyncRuntime::new_with_alloc(LimitedAllocator::new(
         request.limits.memory,
         flags.clone(),
@@ -133,6 +200,15 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
     runtime
         .set_interrupt_handler(Some(Box::new(move || handler_flags.should_interrupt())))
         .await;
+    runtime
+        .set_host_promise_rejection_tracker(Some(Box::new(
+            |ctx: Ctx<'_>, promise: Value<'_>, reason: Value<'_>, handled: bool| {
+                if let Ok(track) = ctx.globals().get::<_, Function<'_>>("__codemode_rejection") {
+                    let _ = track.call::<_, ()>((promise, reason, handled));
+                }
+            },
+        )))
+        .await;
     let context = match AsyncContext::full(&runtime).await {
         Ok(c) => c,
         Err(e) => {
@@ -142,16 +218,30 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
             ));
         }
     };
+    let calls_signal = request.signal.child_token();
     let state: Shared = Arc::new(Mutex::new(HostState {
         queued: VecDeque::new(),
+        started: Vec::new(),
+        in_flight: 0,
         next_id: 1,
         records: Vec::new(),
+        started_at: Vec::new(),
         logs: LogCapture::new(request.limits.max_log_bytes),
         timers: BinaryHeap::new(),
         active_timers: HashSet::new(),
-        tool_names: request.tools.iter().map(|(n, _)| n.clone()).collect(),
-        max_tool_calls: request.limits.max_tool_calls,
-        max_input_bytes: request.limits.max_tool_input_bytes,
+        tool_names: request
+            .tools
+            .iter()
+            .map(|(n, _)| Arc::from(n.as_str()))
+            .collect(),
+        limits: request.limits.clone(),
+        waker: None,
+        dispatch: Dispatch {
+            registry: request.registry.clone(),
+            agent: request.agent.clone(),
+            parent: request.parent,
+            signal: calls_signal.clone(),
+        },
     }));
 
     let result = context
@@ -162,8 +252,7 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
                 flags: &flags,
                 state: &state,
                 inflight: FuturesUnordered::new(),
-                started_at: HashMap::new(),
-                calls_signal: request.signal.child_token(),
+                calls_signal: calls_signal.clone(),
             };
             let result = driver.drive(&ctx).await;
             driver.finish().await;
@@ -173,30 +262,27 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
     drop(context);
     drop(runtime);
 
-    let state = Arc::try_unwrap(state)
-        .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .unwrap_or_else(|arc| {
-            let mut guard = lock(&arc);
-            HostState {
-                queued: VecDeque::new(),
-                next_id: 0,
-                records: std::mem::take(&mut guard.records),
-                logs: std::mem::take(&mut guard.logs),
-                timers: BinaryHeap::new(),
-                active_timers: HashSet::new(),
-                tool_names: Vec::new(),
-                max_tool_calls: 0,
-                max_input_bytes: 0,
-            }
-        });
+    let mut st = lock(&state);
+    let logs = std::mem::take(&mut st.logs);
+    let calls = st
+        .records
+        .iter()
+        .filter(|r| r.2 != NOT_STARTED)
+        .map(|&(tool, status, ms)| CallRecord {
+            tool: st
+                .tool_names
+                .get(tool)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            status,
+            ms,
+        })
+        .collect();
+    drop(st);
     RunReport {
         result,
-        logs: state.logs.finish(),
-        calls: state
-            .records
-            .into_iter()
-            .filter(|r| r.ms != u64::MAX)
-            .collect(),
+        logs: logs.finish(),
+        calls,
     }
 }
 
@@ -206,13 +292,22 @@ struct Driver<'a> {
     flags: &'a Arc<RunFlags>,
     state: &'a Shared,
     inflight: FuturesUnordered<CallFuture>,
-    started_at: HashMap<u64, Instant>,
     /// Parent of every nested call's signal: cancelled when the program ends.
     calls_signal: CancellationToken,
 }
 
 /// Marks a record that never started (it did not reach a tool).
 const NOT_STARTED: u64 = u64::MAX;
+
+/// The JavaScript functions of the prelude the loop calls.
+struct Prelude<'js> {
+    prims: Primordials<'js>,
+    settle: Function<'js>,
+    fire_timer: Function<'js>,
+    inspect: Function<'js>,
+    last_await: Function<'js>,
+    report_unhandled: Function<'js>,
+}
 
 impl Driver<'_> {
     async fn drive<'js>(
@@ -222,8 +317,18 @@ impl Driver<'_> {
         let engine_error = |e: rquickjs::Error| {
             ProgramError::new("InternalError", format!("the sandbox could not start: {e}"))
         };
-        let host = make_host(ctx, self.state.clone(), &self.request.tools).map_err(engine_error)?;
+        let host = make_host(
+            ctx,
+            self.state.clone(),
+            self.flags.clone(),
+            &self.request.tools,
+            &self.request.limits,
+        )
+        .map_err(engine_error)?;
         let internals = prelude::load(ctx, host).map_err(|e| {
+            if let Some(stopped) = self.stopped() {
+                return stopped;
+            }
             let detail = if matches!(e, rquickjs::Error::Exception) {
                 describe_thrown(&ctx.catch())
             } else {
@@ -235,11 +340,15 @@ impl Driver<'_> {
             )
         })?;
         let prims_obj: Object<'js> = internals.get("primordials").map_err(engine_error)?;
-        let prims = Primordials::capture(&prims_obj).map_err(engine_error)?;
-        let settle: Function<'js> = internals.get("settle").map_err(engine_error)?;
-        let fire_timer: Function<'js> = internals.get("fireTimer").map_err(engine_error)?;
+        let js = Prelude {
+            prims: Primordials::capture(&prims_obj).map_err(engine_error)?,
+            settle: internals.get("settle").map_err(engine_error)?,
+            fire_timer: internals.get("fireTimer").map_err(engine_error)?,
+            inspect: internals.get("inspect").map_err(engine_error)?,
+            last_await: internals.get("lastAwait").map_err(engine_error)?,
+            report_unhandled: internals.get("reportUnhandled").map_err(engine_error)?,
+        };
         let run_default: Function<'js> = internals.get("runDefault").map_err(engine_error)?;
-        let inspect: Function<'js> = internals.get("inspect").map_err(engine_error)?;
 
         let mut options = EvalOptions::default();
         options.global = true;
@@ -251,10 +360,13 @@ impl Driver<'_> {
                 let thrown = ctx.catch();
                 return Err(self
                     .stopped()
-                    .unwrap_or_else(|| self.program_error(&thrown, Some(&inspect))));
+                    .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
             }
             Err(e) => return Err(engine_error(e)),
         };
+        // Calls made while the program's first synchronous part runs are polled with this
+        // task's waker too.
+        self.refresh_waker().await;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             run_default.call((main,))
         } else {
@@ -266,13 +378,27 @@ impl Driver<'_> {
                 let thrown = ctx.catch();
                 return Err(self
                     .stopped()
-                    .unwrap_or_else(|| self.program_error(&thrown, Some(&inspect))));
+                    .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
             }
             Err(e) => return Err(engine_error(e)),
         };
+        let result = self.event_loop(ctx, &js, &promise).await;
+        if self.stopped().is_none() {
+            let _ = js.report_unhandled.call::<_, ()>((promise,));
+        }
+        result
+    }
 
+    async fn event_loop<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        js: &Prelude<'js>,
+        promise: &Promise<'js>,
+    ) -> Result<Option<serde_json::Value>, ProgramError> {
         let deadline = tokio::time::Instant::from_std(self.flags.deadline());
         loop {
+            // Calls started from JavaScript are polled once with this task's waker.
+            self.refresh_waker().await;
             // Run every queued microtask (the interrupt handler bounds CPU loops here).
             while self.flags.reason().is_none() && ctx.execute_pending_job() {}
             if let Some(e) = self.stopped() {
@@ -284,14 +410,14 @@ impl Driver<'_> {
                         Some(Ok(v)) => v,
                         _ => Value::new_undefined(ctx.clone()),
                     };
-                    return self.convert_result(ctx, &prims, value);
+                    return self.convert_result(ctx, &js.prims, value);
                 }
                 PromiseState::Rejected => {
                     let _ = promise.result::<Value<'js>>();
                     let thrown = ctx.catch();
                     return Err(self
                         .stopped()
-                        .unwrap_or_else(|| self.program_error(&thrown, Some(&inspect))));
+                        .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
                 }
                 PromiseState::Pending => {}
             }
@@ -301,10 +427,7 @@ impl Driver<'_> {
                 (next_timer(&st), st.queued.len())
             };
             if self.inflight.is_empty() && queued == 0 && next_timer.is_none() {
-                return Err(ProgramError::new(
-                    "DeadlockError",
-                    "the program is waiting on a promise that nothing can settle: no tool call is in flight and no timer is pending (a promise that is never resolved, or an await on something that is not a tool call)",
-                ));
+                return Err(self.deadlock(js));
             }
             let timer_at = next_timer.map(tokio::time::Instant::from_std);
             tokio::select! {
@@ -314,15 +437,15 @@ impl Driver<'_> {
                 }
                 done = self.inflight.next(), if !self.inflight.is_empty() => {
                     if let Some((id, outcome)) = done {
-                        self.deliver(ctx, &prims, &settle, id, outcome)?;
+                        self.deliver(ctx, js, id, outcome)?;
                         // Deliver every other call that is already done, before running JS.
                         while let Some(Some((id, outcome))) = self.inflight.next().now_or_never() {
-                            self.deliver(ctx, &prims, &settle, id, outcome)?;
+                            self.deliver(ctx, js, id, outcome)?;
                         }
                     }
                 }
                 _ = sleep_until(timer_at), if timer_at.is_some() => {
-                    self.fire_timers(ctx, &fire_timer, &inspect)?;
+                    self.fire_timers(ctx, js)?;
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     self.flags.time_out();
@@ -331,9 +454,53 @@ impl Driver<'_> {
         }
     }
 
+    /// Stores this task's waker for the host functions (see [`HostState::waker`]).
+    async fn refresh_waker(&self) {
+        let waker = std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
+        let mut st = lock(self.state);
+        if !st.waker.as_ref().is_some_and(|w| w.will_wake(&waker)) {
+            st.waker = Some(waker);
+        }
+    }
+
+    /// The deadlock error, naming the await the program last reached.
+    fn deadlock(&self, js: &Prelude<'_>) -> ProgramError {
+        let last: usize = js.last_await.call(()).unwrap_or(0);
+        let made = lock(self.state).records.len();
+        let calls = match made {
+            0 => "no tool call was made".to_owned(),
+            1 => "its 1 tool call had finished".to_owned(),
+            n => format!("its {n} tool calls had finished"),
+        };
+        let mut error = match last.checked_sub(1).and_then(|i| self.program.awaits.get(i)) {
+            Some(site) => {
+                let mut e = ProgramError::new(
+                    "DeadlockError",
+                    format!(
+                        "the program waits at `await {}` for a promise that nothing can settle: no tool call is in flight, no timer is pending, and {calls}",
+                        site.text
+                    ),
+                );
+                e.line = Some(site.line);
+                e.column = Some(site.column);
+                e
+            }
+            None => ProgramError::new(
+                "DeadlockError",
+                format!(
+                    "the program's result is a promise that nothing can settle: no tool call is in flight, no timer is pending, and {calls}"
+                ),
+            ),
+        };
+        error.message.push_str(
+            " (a promise that is never resolved, or a call to something that is not a tool?)",
+        );
+        error
+    }
+
     /// The error for a run stopped from outside the program, if it was.
     fn stopped(&self) -> Option<ProgramError> {
-        let in_flight = self.inflight.len();
+        let in_flight = lock(self.state).in_flight;
         self.flags.reason().map(|reason| match reason {
             StopReason::Timeout => ProgramError::new(
                 "TimeoutError",
@@ -373,14 +540,14 @@ impl Driver<'_> {
         prims: &Primordials<'js>,
         value: Value<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
-        let mut conv = ToJson::new(ctx, prims, usize::MAX, "result");
+        let mut conv = ToJson::new(ctx, prims, usize::MAX, "result").watching(self.flags);
         match conv.convert_root(value, &PathSeg::Root("result")) {
             Ok(v) => Ok(v),
             Err(ConvertError::Invalid(message)) => Err(ProgramError::new(
                 "ResultError",
                 format!("the program's result is not JSON: {message}"),
             )),
-            Err(ConvertError::Engine(_)) => {
+            Err(ConvertError::Engine(_) | ConvertError::Stopped) => {
                 let _ = ctx.catch();
                 Err(self.stopped().unwrap_or_else(|| {
                     ProgramError::new("ResultError", "the program's result could not be read")
@@ -389,79 +556,44 @@ impl Driver<'_> {
         }
     }
 
+    /// Moves calls the host functions started into the set this loop polls, and starts
+    /// queued calls while there is room under `max_in_flight`.
     fn start_queued(&mut self) {
-        let room = self
-            .request
-            .limits
-            .max_in_flight
-            .saturating_sub(self.inflight.len());
-        if room == 0 {
-            return;
-        }
-        let batch: Vec<QueuedCall> = {
-            let mut st = lock(self.state);
-            let n = room.min(st.queued.len());
-            st.queued.drain(..n).collect()
-        };
-        for call in batch {
-            let mut request = Request::new(call.name, call.args, self.calls_signal.child_token())
-                .nested(true)
-                .agent(self.request.agent.clone());
-            if let Some(parent) = self.request.parent {
-                request = request.parent(parent);
-            }
-            let future = self.request.registry.dispatch(request);
-            let id = call.id;
-            self.started_at.insert(id, Instant::now());
-            self.inflight
-                .push(Box::pin(future.map(move |outcome| (id, outcome))));
-        }
-    }
-
-    fn record(&mut self, id: u64, status: CallStatus) {
-        let ms = self
-            .started_at
-            .remove(&id)
-            .map_or(0, |t| t.elapsed().as_millis() as u64);
         let mut st = lock(self.state);
-        if let Some(r) = st.records.get_mut((id - 1) as usize) {
-            r.status = status;
-            r.ms = ms;
+        for fut in st.started.drain(..) {
+            self.inflight.push(fut);
+        }
+        while st.in_flight < st.limits.max_in_flight {
+            let Some(call) = st.queued.pop_front() else {
+                break;
+            };
+            st.in_flight += 1;
+            if let Some(t) = st.started_at.get_mut((call.id - 1) as usize) {
+                *t = Some(Instant::now());
+            }
+            let name = st.tool_names[call.tool].clone();
+            let fut = st.dispatch.start(call.id, name, call.args);
+            self.inflight.push(fut);
         }
     }
 
     fn deliver<'js>(
         &mut self,
         ctx: &Ctx<'js>,
-        prims: &Primordials<'js>,
-        settle: &Function<'js>,
+        js: &Prelude<'js>,
         id: u64,
         outcome: Outcome,
     ) -> Result<(), ProgramError> {
-        let status = match outcome.error_kind() {
-            None => CallStatus::Ok,
-            Some(ErrorKind::Cancelled) => CallStatus::Cancelled,
-            Some(_) => CallStatus::Error,
+        let max_output = {
+            let mut st = lock(self.state);
+            st.in_flight = st.in_flight.saturating_sub(1);
+            st.finish_record(id, status_of(&outcome), Some(outcome.elapsed()));
+            st.limits.max_tool_output_bytes
         };
-        self.record(id, status);
-        let settled = match outcome.result() {
-            Ok(value) => {
-                let size = json_size(value);
-                if size > self.request.limits.max_tool_output_bytes {
-                    let message = format!(
-                        "the result of {} is {size} bytes, over the limit of {} bytes for one tool result",
-                        outcome.tool(),
-                        self.request.limits.max_tool_output_bytes
-                    );
-                    settle.call::<_, ()>((id as f64, false, message))
-                } else {
-                    match json_to_js(ctx, prims, value) {
-                        Ok(js) => settle.call::<_, ()>((id as f64, true, js)),
-                        Err(e) => Err(e),
-                    }
-                }
-            }
-            Err(error) => settle.call::<_, ()>((id as f64, false, error.message())),
+        let settled = match settle_value(ctx, &js.prims, &outcome, max_output) {
+            Ok(Ok(value)) => js.settle.call::<_, ()>((id as f64, true, value)),
+            Ok(Err(message)) => js.settle.call::<_, ()>((id as f64, false, message)),
+            Err(e) => Err(e),
         };
         if let Err(e) = settled {
             if matches!(e, rquickjs::Error::Exception) {
@@ -474,12 +606,7 @@ impl Driver<'_> {
         Ok(())
     }
 
-    fn fire_timers<'js>(
-        &mut self,
-        ctx: &Ctx<'js>,
-        fire_timer: &Function<'js>,
-        inspect: &Function<'js>,
-    ) -> Result<(), ProgramError> {
+    fn fire_timers<'js>(&mut self, ctx: &Ctx<'js>, js: &Prelude<'js>) -> Result<(), ProgramError> {
         let now = Instant::now();
         loop {
             let due = {
@@ -499,12 +626,12 @@ impl Driver<'_> {
                 }
             };
             let Some(id) = due else { break };
-            if let Err(e) = fire_timer.call::<_, ()>((id as f64,)) {
+            if let Err(e) = js.fire_timer.call::<_, ()>((id as f64,)) {
                 if let Some(err) = self.stopped() {
                     return Err(err);
                 }
                 let mut error = if matches!(e, rquickjs::Error::Exception) {
-                    self.program_error(&ctx.catch(), Some(inspect))
+                    self.program_error(&ctx.catch(), Some(&js.inspect))
                 } else {
                     ProgramError::new("InternalError", e.to_string())
                 };
@@ -520,26 +647,64 @@ impl Driver<'_> {
 
     /// Cancels the calls still running and gives them `cancel_grace` to observe it.
     async fn finish(&mut self) {
+        self.calls_signal.cancel();
+        {
+            let mut st = lock(self.state);
+            for fut in st.started.drain(..) {
+                self.inflight.push(fut);
+            }
+            st.queued.clear();
+        }
         if self.inflight.is_empty() {
             return;
         }
-        self.calls_signal.cancel();
         let grace = self.request.limits.cancel_grace;
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             tokio::select! {
                 done = self.inflight.next() => match done {
-                    Some((id, _)) => self.record(id, CallStatus::Cancelled),
+                    Some((id, outcome)) => lock(self.state).finish_record(id, CallStatus::Cancelled, Some(outcome.elapsed())),
                     None => break,
                 },
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
-        let left: Vec<u64> = self.started_at.keys().copied().collect();
-        for id in left {
-            self.record(id, CallStatus::Cancelled);
+        let mut st = lock(self.state);
+        let running: Vec<u64> = st
+            .started_at
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_some())
+            .map(|(i, _)| i as u64 + 1)
+            .collect();
+        for id in running {
+            st.finish_record(id, CallStatus::Cancelled, None);
         }
+        drop(st);
         self.inflight.clear();
+    }
+}
+
+/// The JS value a finished call settles with: `Ok(value)`, or `Err(message)` for a
+/// `ToolCallError`.
+fn settle_value<'js>(
+    ctx: &Ctx<'js>,
+    prims: &Primordials<'js>,
+    outcome: &Outcome,
+    max_output: usize,
+) -> rquickjs::Result<Result<Value<'js>, String>> {
+    match outcome.result() {
+        Ok(value) => {
+            let size = json_size(value);
+            if size > max_output {
+                return Ok(Err(format!(
+                    "the result of {} is {size} bytes, over the limit of {max_output} bytes for one tool result",
+                    outcome.tool()
+                )));
+            }
+            json_to_js(ctx, prims, value).map(Ok)
+        }
+        Err(error) => Ok(Err(error.message().to_owned())),
     }
 }
 
@@ -681,7 +846,9 @@ fn first_program_position(text: &str) -> Option<(u32, u32)> {
 fn make_host<'js>(
     ctx: &Ctx<'js>,
     state: Shared,
+    flags: Arc<RunFlags>,
     tools: &[(String, String)],
+    limits: &Limits,
 ) -> rquickjs::Result<Object<'js>> {
     let host = Object::new(ctx.clone())?;
 
@@ -691,11 +858,14 @@ fn make_host<'js>(
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
-                  name: String,
+                  tool: usize,
                   args: Value<'js>,
-                  prims: Object<'js>|
-                  -> rquickjs::Result<f64> {
-                host_call(&ctx, &call_state, name, args, &prims)
+                  prims: Object<'js>,
+                  reply: Object<'js>,
+                  object_prototype: Object<'js>|
+                  -> rquickjs::Result<Value<'js>> {
+                let prims = Primordials::with_object_prototype(&prims, object_prototype);
+                host_call(&ctx, &call_state, &flags, tool, args, prims, reply)
             },
         )?,
     )?;
@@ -705,7 +875,8 @@ fn make_host<'js>(
         "unknownTool",
         Function::new(ctx.clone(), move |name: String| -> String {
             let st = lock(&unknown_state);
-            unknown_tool_message(&name, &st.tool_names)
+            let names: Vec<String> = st.tool_names.iter().map(|t| t.to_string()).collect();
+            unknown_tool_message(&name, &names)
         })?,
     )?;
 
@@ -747,19 +918,34 @@ fn make_host<'js>(
         .map(|(n, a)| vec![n.clone(), a.clone()])
         .collect();
     host.set("toolNames", names)?;
+    host.set("maxArrayLength", (limits.memory / 8).max(1 << 16) as f64)?;
     Ok(host)
 }
 
+/// `tools.<name>(args)`: converts the arguments, starts the call and polls it once. Returns
+/// the result's value when the call finished at once; otherwise fills `reply` (`id` of the
+/// call in flight, or `id` 0 and `error`) and returns `reply`.
 fn host_call<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
-    name: String,
+    flags: &RunFlags,
+    tool: usize,
     args: Value<'js>,
-    prims: &Object<'js>,
-) -> rquickjs::Result<f64> {
-    let (max_calls, max_bytes, made) = {
+    prims: Primordials<'js>,
+    reply: Object<'js>,
+) -> rquickjs::Result<Value<'js>> {
+    let (max_calls, max_bytes, made, name) = {
         let st = lock(state);
-        (st.max_tool_calls, st.max_input_bytes, st.records.len())
+        let Some(name) = st.tool_names.get(tool).cloned() else {
+            drop(st);
+            return Err(Exception::throw_message(ctx, "no such tool"));
+        };
+        (
+            st.limits.max_tool_calls,
+            st.limits.max_tool_input_bytes,
+            st.records.len(),
+            name,
+        )
     };
     if made >= max_calls {
         return Err(Exception::throw_message(
@@ -770,8 +956,7 @@ fn host_call<'js>(
         ));
     }
     // Convert with the lock released: getters and toJSON run JavaScript.
-    let prims = Primordials::capture(prims)?;
-    let mut conv = ToJson::new(ctx, &prims, max_bytes, "tool input");
+    let mut conv = ToJson::new(ctx, &prims, max_bytes, "tool input").watching(flags);
     let json = match conv.convert_root(args, &PathSeg::Root("args")) {
         Ok(Some(v)) => v,
         Ok(None) => serde_json::Value::Object(Default::default()),
@@ -782,21 +967,58 @@ fn host_call<'js>(
             ));
         }
         Err(ConvertError::Engine(e)) => return Err(e),
+        Err(ConvertError::Stopped) => {
+            return Err(Exception::throw_message(ctx, "the run is stopping"));
+        }
     };
-    let mut st = lock(state);
-    let id = st.next_id;
-    st.next_id += 1;
-    st.records.push(CallRecord {
-        tool: name.clone(),
-        status: CallStatus::Cancelled,
-        ms: NOT_STARTED,
-    });
-    st.queued.push_back(QueuedCall {
-        id,
-        name,
-        args: json,
-    });
-    Ok(id as f64)
+    let (id, mut call, waker, max_output) = {
+        let mut st = lock(state);
+        let id = st.next_id;
+        st.next_id += 1;
+        st.records.push((tool, CallStatus::Cancelled, NOT_STARTED));
+        if st.in_flight >= st.limits.max_in_flight {
+            st.started_at.push(None);
+            st.queued.push_back(QueuedCall {
+                id,
+                tool,
+                args: json,
+            });
+            drop(st);
+            reply.set("id", id as f64)?;
+            return Ok(reply.into_value());
+        }
+        st.started_at.push(None);
+        st.in_flight += 1;
+        let call = st.dispatch.start(id, name, json);
+        (id, call, st.waker.clone(), st.limits.max_tool_output_bytes)
+    };
+    // Poll once now: a tool that is ready at once answers without a trip through the loop.
+    if let Some(waker) = waker
+        && let Poll::Ready((_, outcome)) = call.as_mut().poll(&mut TaskContext::from_waker(&waker))
+    {
+        {
+            let mut st = lock(state);
+            st.in_flight = st.in_flight.saturating_sub(1);
+            st.finish_record(id, status_of(&outcome), Some(outcome.elapsed()));
+        }
+        return match settle_value(ctx, &prims, &outcome, max_output)? {
+            Ok(value) => Ok(value),
+            Err(message) => {
+                reply.set("id", 0)?;
+                reply.set("error", message)?;
+                Ok(reply.into_value())
+            }
+        };
+    }
+    {
+        let mut st = lock(state);
+        if let Some(t) = st.started_at.get_mut((id - 1) as usize) {
+            *t = Some(Instant::now());
+        }
+        st.started.push(call);
+    }
+    reply.set("id", id as f64)?;
+    Ok(reply.into_value())
 }
 
 /// `unknown tool "x"; did you mean "y"? available tools: a, b`.

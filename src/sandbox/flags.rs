@@ -1,7 +1,7 @@
 //! Why a run must stop, shared by the interrupt handler, the allocator, the watchdog and the
 //! driver.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 /// The reason a run was stopped from outside the program. The first reason wins.
@@ -18,7 +18,6 @@ pub(crate) enum StopReason {
 pub(crate) struct RunFlags {
     deadline: Instant,
     stop: AtomicU8,
-    peak: AtomicUsize,
 }
 
 impl RunFlags {
@@ -26,7 +25,6 @@ impl RunFlags {
         RunFlags {
             deadline,
             stop: AtomicU8::new(0),
-            peak: AtomicUsize::new(0),
         }
     }
 
@@ -55,10 +53,6 @@ impl RunFlags {
 
     pub(crate) fn time_out(&self) {
         self.set(StopReason::Timeout);
-    }
-
-    pub(crate) fn record_usage(&self, used: usize) {
-        self.peak.fetch_max(used, Ordering::Relaxed);
     }
 
     /// The interrupt handler: true stops the engine with an uncatchable exception.

@@ -13,6 +13,7 @@ mod logs;
 mod prelude;
 mod report;
 mod source;
+mod watchdog;
 
 pub use limits::Limits;
 pub use logs::{LogEntry, LogLevel};

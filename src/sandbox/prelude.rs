@@ -18,6 +18,10 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
         include_str!("../../js-prelude/30_console.js"),
     ),
     (
+        "35_guards.js",
+        include_str!("../../js-prelude/35_guards.js"),
+    ),
+    (
         "40_timers.js",
         include_str!("../../js-prelude/40_timers.js"),
     ),

@@ -39,6 +39,8 @@ pub(crate) struct Program {
     pub(crate) code: String,
     /// When the program was `export default <expr>`: call the value if it is a function.
     pub(crate) call_default: bool,
+    /// The program's awaits, numbered from 1 (see [`AWAIT_MARK`]).
+    pub(crate) awaits: Vec<AwaitSite>,
     map: PositionMap,
 }
 
@@ -108,11 +110,12 @@ pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
     let mut edited = String::with_capacity(PREFIX.len() + body.len() + SUFFIX.len() + 32);
     edited.push_str(PREFIX);
     let mut last = 0usize;
+    let lines = LineIndex::new(body);
     for edit in &plan.edits {
         edited.push_str(&body[last..edit.start]);
         match &edit.kind {
             EditKind::Insert(text) => {
-                let (line, col) = line_col(body, edit.start);
+                let (line, col) = lines.line_col(body, edit.start);
                 map.insertions
                     .push((line, col, text.chars().count() as u32));
                 edited.push_str(text);
@@ -139,9 +142,18 @@ pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
         }
         e
     })?;
+    let awaits = plan
+        .awaits
+        .into_iter()
+        .map(|a| AwaitSite {
+            line: a.line + line_offset,
+            ..a
+        })
+        .collect();
     Ok(Program {
         code,
         call_default: plan.call_default,
+        awaits,
         map,
     })
 }
@@ -208,11 +220,29 @@ fn unfence(source: &str) -> (&str, u32) {
 
 /// 0-based line and char column of byte `offset` in `text`.
 fn line_col(text: &str, offset: usize) -> (u32, u32) {
-    let before = &text[..offset];
-    let line = before.matches('\n').count() as u32;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = text[line_start..offset].chars().count() as u32;
-    (line, col)
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Where each line starts, for many line/column look-ups in one text.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// 0-based line and char column of byte `offset`.
+    fn line_col(&self, text: &str, offset: usize) -> (u32, u32) {
+        let offset = offset.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let col = text.get(start..offset).map_or(0, |t| t.chars().count());
+        (line as u32, col as u32)
+    }
 }
 
 fn position_error(text: &str, offset: usize, message: String) -> SourceError {
@@ -263,7 +293,7 @@ fn parse(body: &str) -> Result<Module, SourceError> {
 }
 
 enum EditKind {
-    Insert(&'static str),
+    Insert(String),
     Replace { end: usize, text: String },
 }
 
@@ -276,6 +306,34 @@ struct Plan {
     edits: Vec<Edit>,
     append: Option<String>,
     call_default: bool,
+    awaits: Vec<AwaitSite>,
+}
+
+/// Where the program awaits: numbered from 1 in source order, reported when the program
+/// deadlocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AwaitSite {
+    /// 1-based line in the model's own source.
+    pub(crate) line: u32,
+    /// 1-based column of `await`.
+    pub(crate) column: u32,
+    /// The awaited expression as written (shortened).
+    pub(crate) text: String,
+}
+
+/// The global the prelude installs: `__codemode_at(n)` records the await about to happen.
+pub(crate) const AWAIT_MARK: &str = "__codemode_at";
+
+struct AwaitFinder {
+    spans: Vec<(BytePos, BytePos, BytePos)>,
+}
+
+impl Visit for AwaitFinder {
+    fn visit_await_expr(&mut self, e: &swc_ecma_ast::AwaitExpr) {
+        self.spans
+            .push((e.span.lo, e.arg.span().lo, e.arg.span().hi));
+        e.visit_children_with(self);
+    }
 }
 
 /// Spaces of the same length as `text[start..end]`, keeping its line breaks.
@@ -358,7 +416,7 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
             edits.push(Edit {
                 start: off(e.expr.span().lo),
-                kind: EditKind::Insert("return "),
+                kind: EditKind::Insert("return ".to_owned()),
             });
         }
         _ => {
@@ -399,11 +457,39 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
             }
         }
     }
+    // Mark every await so a deadlock can say where the program waits.
+    let mut finder = AwaitFinder { spans: Vec::new() };
+    module.visit_with(&mut finder);
+    let mut awaits = Vec::with_capacity(finder.spans.len());
+    let lines = LineIndex::new(body);
+    for (n, (at, arg_lo, arg_hi)) in finder.spans.into_iter().enumerate() {
+        let (line, col) = lines.line_col(body, off(at));
+        let written = &body[off(arg_lo).min(body.len())..off(arg_hi).min(body.len())];
+        let mut text: String = written.split_whitespace().collect::<Vec<_>>().join(" ");
+        if text.chars().count() > 60 {
+            text = text.chars().take(57).collect::<String>() + "…";
+        }
+        awaits.push(AwaitSite {
+            line: line + 1,
+            column: col + 1,
+            text,
+        });
+        edits.push(Edit {
+            start: off(arg_lo),
+            kind: EditKind::Insert(format!("({AWAIT_MARK}({}), ", n + 1)),
+        });
+        edits.push(Edit {
+            start: off(arg_hi),
+            kind: EditKind::Insert(")".to_owned()),
+        });
+    }
+    // Stable: at one position, inserts keep the order they were planned in.
     edits.sort_by_key(|e| e.start);
     Ok(Plan {
         edits,
         append,
         call_default,
+        awaits,
     })
 }
 
