@@ -226,7 +226,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
         self.visited += 1;
-        if self.visited % STOP_POLL == 0
+        if self.visited.is_multiple_of(STOP_POLL)
             && let Some(flags) = self.flags
             && flags.reason().is_some()
         {
