@@ -1,6 +1,6 @@
 //! The raw rquickjs baseline of the nested-call bench, for quick comparison.
 
-use rquickjs::{AsyncContext, AsyncRuntime, Function, async_with, function::Async};
+use rquickjs::{AsyncContext, AsyncRuntime, Function, function::Async};
 
 fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -12,7 +12,7 @@ fn main() {
         let runtime = AsyncRuntime::new().unwrap();
         let ctx = AsyncContext::full(&runtime).await.unwrap();
         let t = std::time::Instant::now();
-        async_with!(ctx => |ctx| {
+        ctx.async_with(async |ctx| {
             let f = Function::new(ctx.clone(), Async(|| async { rquickjs::Result::Ok(()) })).unwrap();
             ctx.globals().set("noop", f).unwrap();
             let body = std::env::args().nth(1).unwrap_or_else(|| "await noop({})".into());
