@@ -1,4 +1,4 @@
-//! Profiling aid for the nested call path: `cargo run --release --example nested_profile`.
+//! Profiling aid for the sandbox: `cargo run --release --example nested_profile [BODY|cold]`.
 
 use codemode::{Limits, Registry, RunCodeConfig, Tool, run_code_tool};
 use serde_json::json;
@@ -24,11 +24,23 @@ fn main() {
         )
         .unwrap()
         .forget();
-    let n = 200_000;
-    let body = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "await tools.noop({})".into());
+    let arg = std::env::args().nth(1);
     rt.block_on(async {
+        if arg.as_deref() == Some("cold") {
+            let n: u32 = std::env::var("N")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2000);
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                let o = registry.call("run_code", json!({"code": "return 1"})).await;
+                assert_eq!(o.value().unwrap()["result"], 1);
+            }
+            eprintln!("cold: {:?} per run", t.elapsed() / n);
+            return;
+        }
+        let n = 200_000;
+        let body = arg.unwrap_or_else(|| "await tools.noop({})".into());
         let t = std::time::Instant::now();
         let o = registry
             .call(

@@ -13,10 +13,17 @@ fn main() {
         let ctx = AsyncContext::full(&runtime).await.unwrap();
         let t = std::time::Instant::now();
         ctx.async_with(async |ctx| {
-            let f = Function::new(ctx.clone(), Async(|| async { rquickjs::Result::Ok(()) })).unwrap();
+            let f =
+                Function::new(ctx.clone(), Async(|| async { rquickjs::Result::Ok(()) })).unwrap();
             ctx.globals().set("noop", f).unwrap();
-            let body = std::env::args().nth(1).unwrap_or_else(|| "await noop({})".into());
-            let p: rquickjs::Promise = ctx.eval(format!("(async () => {{ for (let i = 0; i < {n}; i++) {{ {body} }}; return 1 }})()")).unwrap();
+            let body = std::env::args()
+                .nth(1)
+                .unwrap_or_else(|| "await noop({})".into());
+            let p: rquickjs::Promise = ctx
+                .eval(format!(
+                    "(async () => {{ for (let i = 0; i < {n}; i++) {{ {body} }}; return 1 }})()"
+                ))
+                .unwrap();
             let v: i32 = p.into_future().await.unwrap();
             assert_eq!(v, 1);
         })

@@ -44,14 +44,14 @@ function checkNested(array, depth, name) {
 function install(target, name, check) {
   const original = target[name];
   if (typeof original !== "function") return;
-  const wrapped = {
-    [name](...args) {
-      check(this, args);
-      return ReflectApply(original, this, args);
-    },
-  }[name];
+  const wrapped = function (...args) {
+    check(this, args);
+    return ReflectApply(original, this, args);
+  };
+  ObjectDefineProperty(wrapped, "name", { value: name });
   ObjectDefineProperty(wrapped, "length", { value: original.length });
-  ObjectDefineProperty(target, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+  // The built-in is a writable data property: assigning keeps its attributes.
+  target[name] = wrapped;
 }
 
 const thisLength = (name) => (self) => {

@@ -6,26 +6,41 @@
 //! refusal raises a flag the interrupt handler and the driver read, which makes running out
 //! of memory fatal for the run even when the program catches it (DESIGN §5 "Sandbox").
 //!
-//! This is the only module with `unsafe` code: the [`rquickjs::allocator::Allocator`] trait
-//! hands out raw pointers. Each block states why it is sound.
+//! Blocks come from the C allocator, as QuickJS's own allocator takes them, and are counted
+//! by their usable size (`malloc_usable_size`, `malloc_size` on macOS): no header, so the
+//! engine's many small blocks cost what they cost without a limit.
+//!
+//! This module and the bytecode loader are the only `unsafe` code: the
+//! [`rquickjs::allocator::Allocator`] trait hands out raw pointers. Each block states why it
+//! is sound.
 #![expect(
     unsafe_code,
     reason = "implementing rquickjs's Allocator trait requires raw allocation"
 )]
 
-use std::alloc::{Layout, alloc, alloc_zeroed, dealloc, realloc};
-use std::ptr;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use rquickjs::allocator::Allocator;
 
 use super::flags::RunFlags;
 
-/// Alignment of every block: enough for any value QuickJS stores (`max_align_t` is 16 on the
-/// 64-bit targets we build for).
-const ALIGN: usize = 16;
-/// Bytes in front of each block that record its requested size.
-const HEADER: usize = 16;
+/// The usable size of a block from the C allocator.
+///
+/// # Safety
+/// `ptr` must be a live block from `malloc`, `calloc` or `realloc`.
+unsafe fn usable(ptr: *mut c_void) -> usize {
+    #[cfg(target_vendor = "apple")]
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        libc::malloc_size(ptr)
+    }
+    #[cfg(not(target_vendor = "apple"))]
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        libc::malloc_usable_size(ptr)
+    }
+}
 
 /// Counts the bytes QuickJS holds and refuses allocations past `limit`.
 pub(crate) struct LimitedAllocator {
@@ -43,105 +58,80 @@ impl LimitedAllocator {
         }
     }
 
-    fn layout(size: usize) -> Option<Layout> {
-        Layout::from_size_align(size.checked_add(HEADER)?, ALIGN).ok()
-    }
-
     fn refuse(&self) -> *mut u8 {
         self.flags.out_of_memory();
-        ptr::null_mut()
+        std::ptr::null_mut()
     }
 
-    fn allocate(&mut self, size: usize, zeroed: bool) -> *mut u8 {
-        let size = size.max(1);
-        if self.used.saturating_add(size) > self.limit {
-            return self.refuse();
-        }
-        let Some(layout) = Self::layout(size) else {
-            return self.refuse();
-        };
-        // SAFETY: `layout` has a non-zero size (HEADER > 0) and a valid alignment.
-        let base = unsafe {
-            if zeroed {
-                alloc_zeroed(layout)
-            } else {
-                alloc(layout)
-            }
-        };
-        if base.is_null() {
-            return self.refuse();
-        }
-        self.used += size;
-        // SAFETY: `base` points to at least HEADER + size bytes aligned to ALIGN, so the
-        // header write is in bounds and aligned for `usize`, and `base + HEADER` is inside
-        // the block.
-        unsafe {
-            base.cast::<usize>().write(size);
-            base.add(HEADER)
-        }
+    fn fits(&self, more: usize) -> bool {
+        self.used.checked_add(more).is_some_and(|t| t <= self.limit)
     }
 }
 
-/// Reads the size recorded in front of a block this allocator returned.
-///
-/// # Safety
-/// `ptr` must have been returned by [`LimitedAllocator`] and not freed.
-unsafe fn block_size(ptr: *mut u8) -> usize {
-    // SAFETY: guaranteed by the caller: the header lies HEADER bytes before `ptr`.
-    unsafe { ptr.sub(HEADER).cast::<usize>().read() }
-}
-
-// SAFETY: every pointer handed out points HEADER bytes into a block allocated from the
-// global allocator with `Self::layout(size)`, whose header records `size`; `dealloc`,
-// `realloc` and `usable_size` recover the same layout from that header.
+// SAFETY: every pointer handed out comes from the C allocator (`malloc`, `calloc`,
+// `realloc`) and is only ever passed back to it (`free`, `realloc`) or to
+// `malloc_usable_size`, which is what the trait's contract asks of `dealloc`, `realloc` and
+// `usable_size`.
 unsafe impl Allocator for LimitedAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        self.allocate(size, false)
+        if !self.fits(size) {
+            return self.refuse();
+        }
+        // SAFETY: `malloc` accepts any size; a null result is handled.
+        let ptr = unsafe { libc::malloc(size.max(1)) };
+        if ptr.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` is a live block from `malloc`.
+        self.used += unsafe { usable(ptr) };
+        ptr.cast()
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        match count.checked_mul(size) {
-            Some(total) => self.allocate(total, true),
-            None => self.refuse(),
+        let Some(total) = count.checked_mul(size) else {
+            return self.refuse();
+        };
+        if !self.fits(total) {
+            return self.refuse();
         }
+        // SAFETY: `calloc` accepts any sizes; a null result is handled.
+        let ptr = unsafe { libc::calloc(count.max(1), size.max(1)) };
+        if ptr.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` is a live block from `calloc`.
+        self.used += unsafe { usable(ptr) };
+        ptr.cast()
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
         if ptr.is_null() {
             return;
         }
-        // SAFETY: the trait's contract: `ptr` came from this allocator.
+        // SAFETY: the trait's contract: `ptr` came from this allocator, so from the C
+        // allocator, and is live.
         unsafe {
-            let size = block_size(ptr);
-            self.used = self.used.saturating_sub(size);
-            if let Some(layout) = Self::layout(size) {
-                dealloc(ptr.sub(HEADER), layout);
-            }
+            self.used = self.used.saturating_sub(usable(ptr.cast()));
+            libc::free(ptr.cast());
         }
     }
 
     unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
         if ptr.is_null() {
-            return self.allocate(new_size, false);
+            return self.alloc(new_size);
         }
-        let new_size = new_size.max(1);
         // SAFETY: the trait's contract: `ptr` came from this allocator and is live.
         unsafe {
-            let old_size = block_size(ptr);
-            if new_size > old_size && self.used - old_size + new_size > self.limit {
+            let old = usable(ptr.cast());
+            if new_size > old && !self.fits(new_size - old) {
                 return self.refuse();
             }
-            let (Some(old_layout), Some(_)) = (Self::layout(old_size), Self::layout(new_size))
-            else {
-                return self.refuse();
-            };
-            let base = realloc(ptr.sub(HEADER), old_layout, new_size + HEADER);
-            if base.is_null() {
+            let moved = libc::realloc(ptr.cast(), new_size.max(1));
+            if moved.is_null() {
                 return self.refuse();
             }
-            self.used = self.used - old_size + new_size;
-            base.cast::<usize>().write(new_size);
-            base.add(HEADER)
+            self.used = self.used.saturating_sub(old) + usable(moved);
+            moved.cast()
         }
     }
 
@@ -149,7 +139,7 @@ unsafe impl Allocator for LimitedAllocator {
         if ptr.is_null() {
             return 0;
         }
-        // SAFETY: the trait's contract: `ptr` came from this allocator.
-        unsafe { block_size(ptr) }
+        // SAFETY: the trait's contract: `ptr` came from this allocator and is live.
+        unsafe { usable(ptr.cast()) }
     }
 }

@@ -34,7 +34,7 @@ use super::flags::{RunFlags, StopReason};
 use super::logs::{LogCapture, LogEntry, LogLevel};
 use super::report::{CallRecord, CallStatus, ProgramError};
 use super::source::{self, Program};
-use super::{Limits, prelude, watchdog};
+use super::{Limits, prelude, reaper, watchdog};
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
 use crate::value::{PathSeg, json_size};
 
@@ -182,7 +182,7 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
     };
     let deadline = started + request.limits.timeout;
     let flags = Arc::new(RunFlags::new(deadline));
-    watchdog::watch(&flags, deadline);
+    let _watch = watchdog::watch(&flags, deadline);
     let runtime = match AsyncRuntime::new_with_alloc(LimitedAllocator::new(
         request.limits.memory,
         flags.clone(),
@@ -196,6 +196,10 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
         }
     };
     runtime.set_max_stack_size(request.limits.stack).await;
+    // QuickJS frees most garbage by reference counting; the cycle collector runs when the
+    // heap grows by this much. The default (256 KiB) makes it walk the whole new context
+    // during start-up; 2 MiB lets start-up finish first.
+    runtime.set_gc_threshold(GC_THRESHOLD).await;
     let handler_flags = flags.clone();
     runtime
         .set_interrupt_handler(Some(Box::new(move || handler_flags.should_interrupt())))
@@ -259,8 +263,7 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
             result
         })
         .await;
-    drop(context);
-    drop(runtime);
+    reaper::reap(context, runtime);
 
     let mut st = lock(&state);
     let logs = std::mem::take(&mut st.logs);
@@ -295,6 +298,9 @@ struct Driver<'a> {
     /// Parent of every nested call's signal: cancelled when the program ends.
     calls_signal: CancellationToken,
 }
+
+/// Heap growth, in bytes, between two runs of the cycle collector.
+const GC_THRESHOLD: usize = 2 << 20;
 
 /// Marks a record that never started (it did not reach a tool).
 const NOT_STARTED: u64 = u64::MAX;
@@ -877,6 +883,13 @@ fn make_host<'js>(
             let st = lock(&unknown_state);
             let names: Vec<String> = st.tool_names.iter().map(|t| t.to_string()).collect();
             unknown_tool_message(&name, &names)
+        })?,
+    )?;
+
+    host.set(
+        "loadInspect",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, primordials: Object<'js>| {
+            prelude::load_inspect(&ctx, primordials)
         })?,
     )?;
 

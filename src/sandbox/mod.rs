@@ -11,6 +11,7 @@ mod flags;
 mod limits;
 mod logs;
 mod prelude;
+mod reaper;
 mod report;
 mod source;
 mod watchdog;

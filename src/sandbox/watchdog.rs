@@ -6,93 +6,96 @@
 //! the deadline, so code that polls the flag — the interrupt handler, the driver between
 //! steps, the value conversions every few thousand values — stops even when neither of
 //! the other two guards is in a position to notice.
+//!
+//! Runs register their deadline and unregister when they end ([`Watch`] does both), so the
+//! table holds only runs in progress; the thread is woken only when a new deadline comes
+//! before every other one.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use super::flags::RunFlags;
 
-struct Watch {
-    at: Instant,
-    id: u64,
-    flags: Weak<RunFlags>,
+type Table = BTreeMap<(Instant, u64), Weak<RunFlags>>;
+
+struct Watchdog {
+    table: Mutex<Table>,
+    wake: Condvar,
 }
 
-impl PartialEq for Watch {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.id) == (other.at, other.id)
-    }
-}
-impl Eq for Watch {}
-impl PartialOrd for Watch {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Watch {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.id).cmp(&(other.at, other.id))
-    }
-}
-
-fn sender() -> Option<&'static Mutex<Sender<Watch>>> {
-    static WATCHDOG: OnceLock<Option<Mutex<Sender<Watch>>>> = OnceLock::new();
-    WATCHDOG
-        .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Watch>();
-            let spawned = std::thread::Builder::new()
-                .name("codemode-watchdog".into())
-                .spawn(move || {
-                    let mut heap: BinaryHeap<Reverse<Watch>> = BinaryHeap::new();
-                    loop {
-                        let next = heap.peek().map(|Reverse(w)| w.at);
-                        let received = match next {
-                            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                            Some(at) => {
-                                rx.recv_timeout(at.saturating_duration_since(Instant::now()))
-                            }
-                        };
-                        match received {
-                            Ok(w) => heap.push(Reverse(w)),
-                            Err(RecvTimeoutError::Timeout) => {}
-                            Err(RecvTimeoutError::Disconnected) => return,
+fn watchdog() -> Option<&'static Watchdog> {
+    static WATCHDOG: OnceLock<Option<&'static Watchdog>> = OnceLock::new();
+    *WATCHDOG.get_or_init(|| {
+        let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
+            table: Mutex::new(BTreeMap::new()),
+            wake: Condvar::new(),
+        }));
+        let spawned = std::thread::Builder::new()
+            .name("codemode-watchdog".into())
+            .spawn(move || {
+                let mut table = dog.table.lock().unwrap_or_else(PoisonError::into_inner);
+                loop {
+                    let now = Instant::now();
+                    while let Some(entry) = table.first_entry() {
+                        if entry.key().0 > now {
+                            break;
                         }
-                        let now = Instant::now();
-                        while heap.peek().is_some_and(|Reverse(w)| w.at <= now) {
-                            if let Some(Reverse(w)) = heap.pop()
-                                && let Some(flags) = w.flags.upgrade()
-                            {
-                                flags.time_out();
-                            }
+                        if let Some(flags) = entry.remove().upgrade() {
+                            flags.time_out();
                         }
                     }
-                });
-            match spawned {
-                Ok(_) => Some(Mutex::new(tx)),
-                Err(e) => {
-                    tracing::warn!("the codemode watchdog thread could not start: {e}");
-                    None
+                    table = match table.keys().next().map(|(at, _)| *at) {
+                        None => dog.wake.wait(table).unwrap_or_else(PoisonError::into_inner),
+                        Some(at) => {
+                            dog.wake
+                                .wait_timeout(table, at.saturating_duration_since(now))
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
+                        }
+                    };
                 }
+            });
+        match spawned {
+            Ok(_) => Some(dog),
+            Err(e) => {
+                tracing::warn!("the codemode watchdog thread could not start: {e}");
+                None
             }
-        })
-        .as_ref()
+        }
+    })
 }
 
-/// Flags `flags` as timed out at `at` (unless the run is over by then).
-pub(crate) fn watch(flags: &Arc<RunFlags>, at: Instant) {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    if let Some(tx) = sender() {
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let _ = tx
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(Watch {
-                at,
-                id,
-                flags: Arc::downgrade(flags),
-            });
+/// A run's registration with the watchdog; dropping it unregisters the run.
+pub(crate) struct Watch {
+    key: Option<(Instant, u64)>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let (Some(key), Some(dog)) = (self.key, watchdog()) {
+            dog.table
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+        }
     }
+}
+
+/// Flags `flags` as timed out at `at`, unless the returned [`Watch`] is dropped first.
+pub(crate) fn watch(flags: &Arc<RunFlags>, at: Instant) -> Watch {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let Some(dog) = watchdog() else {
+        return Watch { key: None };
+    };
+    let key = (at, NEXT.fetch_add(1, Ordering::Relaxed));
+    let mut table = dog.table.lock().unwrap_or_else(PoisonError::into_inner);
+    let earliest = table.keys().next().is_none_or(|first| key < *first);
+    table.insert(key, Arc::downgrade(flags));
+    drop(table);
+    if earliest {
+        dog.wake.notify_one();
+    }
+    Watch { key: Some(key) }
 }
