@@ -132,6 +132,9 @@ pub(crate) struct ToJson<'a, 'js> {
     keys: HashMap<Atom<'js>, String, FxBuild>,
     /// The run's stop flags, polled every [`STOP_POLL`] values.
     flags: Option<&'a super::flags::RunFlags>,
+    /// Whether the prototypes of plain objects and arrays carry a `toJSON` (see
+    /// [`ToJson::prototypes_have_to_json`]).
+    planted_to_json: Option<bool>,
     visited: usize,
 }
 
@@ -173,6 +176,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
             keys: HashMap::default(),
             flags: None,
             visited: 0,
+            planted_to_json: None,
         }
     }
 
@@ -326,11 +330,36 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 "{path}: the value nests deeper than {MAX_DEPTH} levels"
             )));
         }
-        // toJSON first, as JSON.stringify does.
-        let to_json: Value<'js> = match obj.get(self.to_json.clone()) {
-            Ok(v) => v,
-            Err(rquickjs::Error::Exception) => return Err(self.thrown("reading toJSON", path)),
-            Err(e) => return Err(e.into()),
+        let is_array = matches!(ty, Type::Array);
+        let proto = obj.get_prototype();
+        let plain = match &proto {
+            None => true,
+            Some(p) => {
+                Some(p) == self.prim.object_prototype()
+                    || (is_array && Some(p) == self.prim.array_prototype())
+            }
+        };
+        // toJSON first, as JSON.stringify does; but a toJSON a program planted on
+        // `Object.prototype` or `Array.prototype` does not change how plain objects and
+        // arrays convert: for those, only their own toJSON counts.
+        let to_json: Value<'js> = if plain && self.prototypes_have_to_json() {
+            let own: bool = self
+                .prim
+                .get::<Function<'js>>("ObjectPrototypeHasOwnProperty")
+                .and_then(|has| has.call((obj.clone(), "toJSON")))
+                .unwrap_or(false);
+            if own {
+                obj.get(self.to_json.clone())
+                    .unwrap_or_else(|_| Value::new_undefined(self.ctx.clone()))
+            } else {
+                Value::new_undefined(self.ctx.clone())
+            }
+        } else {
+            match obj.get(self.to_json.clone()) {
+                Ok(v) => v,
+                Err(rquickjs::Error::Exception) => return Err(self.thrown("reading toJSON", path)),
+                Err(e) => return Err(e.into()),
+            }
         };
         if let Some(f) = to_json.as_function() {
             let replaced: Value<'js> =
@@ -355,15 +384,6 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 "{path}: the value is cyclic (it contains itself)"
             )));
         }
-        let is_array = matches!(ty, Type::Array);
-        let proto = obj.get_prototype();
-        let plain = match &proto {
-            None => true,
-            Some(p) => {
-                Some(p) == self.prim.object_prototype()
-                    || (is_array && Some(p) == self.prim.array_prototype())
-            }
-        };
         if !plain
             && !is_array
             && !matches!(ty, Type::Exception)
@@ -379,6 +399,20 @@ impl<'a, 'js> ToJson<'a, 'js> {
         };
         self.stack.pop();
         result
+    }
+
+    /// Whether a program gave `Object.prototype` or `Array.prototype` a `toJSON` (checked
+    /// once per conversion).
+    fn prototypes_have_to_json(&mut self) -> bool {
+        if let Some(v) = self.planted_to_json {
+            return v;
+        }
+        let has = |p: Option<&Object<'js>>| {
+            p.is_some_and(|p| p.contains_key(self.to_json.clone()).unwrap_or(true))
+        };
+        let v = has(self.prim.object_prototype()) || has(self.prim.array_prototype());
+        self.planted_to_json = Some(v);
+        v
     }
 
     /// A message when `obj` is a built-in that is not JSON.

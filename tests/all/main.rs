@@ -3,11 +3,13 @@
 mod builtin;
 mod cli;
 mod dispatch;
+mod hostile;
 mod import;
 mod oracle;
 mod pipeline;
 mod readme;
 mod run_code;
+mod sandbox;
 mod schema;
 mod support;
 mod values;

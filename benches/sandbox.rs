@@ -1,0 +1,206 @@
+//! Issue 5's figures, each beside its raw rquickjs baseline in the same run:
+//!
+//! - sequential `await tools.noop({})` through the full pipeline vs an awaited raw rquickjs
+//!   async host function;
+//! - a cold `run_code` of `return 1` (new sandbox, prelude, strip, result) vs a raw new
+//!   runtime + context + eval;
+//! - `Promise.all` of 10 000 calls to a tool that sleeps 1 ms vs the same with a raw host
+//!   function;
+//! - resident memory of 1 000 concurrent idle sandboxes, each awaiting a tool (printed).
+//!
+//! `cargo bench --bench sandbox`
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemode::{Limits, Registry, RunCodeConfig, Tool, run_code_tool};
+use criterion::{Criterion, criterion_group, criterion_main};
+use rquickjs::function::Async;
+use rquickjs::{AsyncContext, AsyncRuntime, Function, Promise};
+use serde_json::json;
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    let limits = Limits::default()
+        .max_tool_calls(1_000_000)
+        .max_in_flight(20_000);
+    registry
+        .register(run_code_tool(RunCodeConfig::default().limits(limits)))
+        .unwrap()
+        .forget();
+    registry
+        .register(
+            Tool::builder("noop")
+                .execute(|_a, _e| async { Ok(json!(null)) })
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+        .forget();
+    registry
+        .register(
+            Tool::builder("sleep1")
+                .execute(|_a, _e| async {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    Ok(json!(null))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+        .forget();
+    registry
+}
+
+/// Runs `program` (the body of an async function) in a raw rquickjs context where
+/// `noop()` and `sleep1()` are async host functions.
+async fn raw(program: &str) {
+    let runtime = AsyncRuntime::new().unwrap();
+    let ctx = AsyncContext::full(&runtime).await.unwrap();
+    let program = program.to_owned();
+    ctx.async_with(async move |ctx| {
+        let noop =
+            Function::new(ctx.clone(), Async(|| async { rquickjs::Result::Ok(()) })).unwrap();
+        let sleep1 = Function::new(
+            ctx.clone(),
+            Async(|| async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                rquickjs::Result::Ok(())
+            }),
+        )
+        .unwrap();
+        ctx.globals().set("noop", noop).unwrap();
+        ctx.globals().set("sleep1", sleep1).unwrap();
+        let p: Promise = ctx
+            .eval(format!("(async () => {{ {program} }})()"))
+            .unwrap();
+        let _: rquickjs::Value = p.into_future().await.unwrap();
+    })
+    .await;
+    runtime.idle().await;
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let registry = registry();
+
+    let mut group = c.benchmark_group("1000 sequential awaited calls");
+    group.bench_function("codemode tools.noop (full pipeline)", |b| {
+        b.to_async(&rt).iter(|| async {
+            let o = registry
+                .call("run_code", json!({"code": "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1"}))
+                .await;
+            assert_eq!(o.value().unwrap()["status"], "ok");
+        })
+    });
+    group.bench_function("raw rquickjs async host function", |b| {
+        b.to_async(&rt)
+            .iter(|| raw("for (let i = 0; i < 1000; i++) await noop({}); return 1"))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("cold start");
+    group.bench_function("codemode run_code `return 1`", |b| {
+        b.to_async(&rt).iter(|| async {
+            let o = registry.call("run_code", json!({"code": "return 1"})).await;
+            assert_eq!(o.value().unwrap()["result"], 1);
+        })
+    });
+    group.bench_function("raw runtime + context + eval", |b| {
+        b.to_async(&rt).iter(|| async {
+            let runtime = AsyncRuntime::new().unwrap();
+            let ctx = AsyncContext::full(&runtime).await.unwrap();
+            let v: i32 = ctx.with(|ctx| ctx.eval("1").unwrap()).await;
+            assert_eq!(v, 1);
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("Promise.all of 10000 calls sleeping 1 ms");
+    group.sample_size(10);
+    group.bench_function("codemode", |b| {
+        b.to_async(&rt).iter(|| async {
+            let o = registry
+                .call("run_code", json!({"code": "await Promise.all(Array.from({length: 10000}, () => tools.sleep1())); return 1"}))
+                .await;
+            assert_eq!(o.value().unwrap()["status"], "ok", "{:?}", o.value());
+        })
+    });
+    group.bench_function("raw rquickjs", |b| {
+        b.to_async(&rt).iter(|| {
+            raw("await Promise.all(Array.from({length: 10000}, () => sleep1())); return 1")
+        })
+    });
+    group.finish();
+
+    idle_sandboxes_memory(&rt);
+}
+
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Prints the resident memory 1 000 sandboxes take while each awaits a tool.
+fn idle_sandboxes_memory(rt: &tokio::runtime::Runtime) {
+    let registry = registry();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::new(tokio::sync::Semaphore::new(0));
+    let (r, s) = (release.clone(), started.clone());
+    registry
+        .register(
+            Tool::builder("wait")
+                .execute(move |_a, _e| {
+                    let (r, s) = (r.clone(), s.clone());
+                    async move {
+                        s.add_permits(1);
+                        r.notified().await;
+                        Ok(json!(null))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+        .forget();
+    rt.block_on(async {
+        // One run first, so one-time costs (the compiled prelude) are not counted.
+        registry.call("run_code", json!({"code": "return 1"})).await;
+        let before = rss_bytes().unwrap_or(0);
+        let runs: Vec<_> = (0..1000)
+            .map(|_| registry.call("run_code", json!({"code": "await tools.wait(); return 1"})))
+            .collect();
+        let all = futures::future::join_all(runs);
+        tokio::pin!(all);
+        let waiting = async {
+            let _ = started.acquire_many(1000).await;
+        };
+        tokio::select! {
+            _ = &mut all => {}
+            _ = waiting => {}
+        }
+        let during = rss_bytes().unwrap_or(0);
+        release.notify_waiters();
+        for _ in 0..1000 {
+            release.notify_one();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(30), &mut all).await;
+        let mib = during.saturating_sub(before) as f64 / (1 << 20) as f64;
+        println!(
+            "resident memory of 1000 idle sandboxes: {mib:.1} MiB ({:.0} KiB each)",
+            mib * 1024.0 / 1000.0
+        );
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,268 @@
+//! The sandbox to the contract (DESIGN §5): names, concurrency, ending, limits, program
+//! forms, isolation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use codemode::{Exec, Limits, Tool, ToolError};
+use serde_json::{Value, json};
+
+use crate::support::{Harness, echo_tool, fast_limits};
+
+fn sleeper(
+    name: &str,
+    peak: Arc<AtomicUsize>,
+    now: Arc<AtomicUsize>,
+    cancelled: Arc<AtomicUsize>,
+) -> Tool {
+    Tool::builder(name)
+        .execute(move |args, exec: Exec| {
+            let (peak, now, cancelled) = (peak.clone(), now.clone(), cancelled.clone());
+            async move {
+                let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(running, Ordering::SeqCst);
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
+                let r = tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!(ms)),
+                    _ = exec.signal().cancelled() => {
+                        cancelled.fetch_add(1, Ordering::SeqCst);
+                        Err(ToolError::cancelled())
+                    }
+                };
+                now.fetch_sub(1, Ordering::SeqCst);
+                r
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn names_that_are_not_identifiers_dispatch_by_name_and_by_alias() {
+    let mut h = Harness::new(fast_limits());
+    h.add(
+        Tool::builder("my-tool")
+            .execute(|_a, _e| async { Ok(json!("mine")) })
+            .build()
+            .unwrap(),
+    );
+    h.add(
+        Tool::builder("github.search")
+            .execute(|_a, _e| async { Ok(json!("found")) })
+            .build()
+            .unwrap(),
+    );
+    let r = h
+        .ok("[await tools['my-tool']({}), await tools.my_tool({}), await tools['github.search'](), await tools.github_search(), Object.keys(tools)]")
+        .await;
+    assert_eq!(
+        r,
+        json!([
+            "mine",
+            "mine",
+            "found",
+            "found",
+            ["my-tool", "github.search"]
+        ])
+    );
+}
+
+#[tokio::test]
+async fn calls_run_concurrently_bounded_by_max_in_flight() {
+    let peak = Arc::new(AtomicUsize::new(0));
+    let now = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let mut h = Harness::new(fast_limits());
+    h.add(sleeper("nap", peak.clone(), now.clone(), cancelled.clone()));
+    let started = Instant::now();
+    let r = h
+        .ok("const all = await Promise.all(Array.from({length: 50}, () => tools.nap({ms: 100}))); all.length")
+        .await;
+    assert_eq!(r, json!(50));
+    assert!(
+        started.elapsed() < Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(peak.load(Ordering::SeqCst), 50, "all 50 ran at once");
+
+    let peak = Arc::new(AtomicUsize::new(0));
+    let mut h = Harness::new(fast_limits().max_in_flight(3));
+    h.add(sleeper("nap", peak.clone(), now.clone(), cancelled.clone()));
+    let started = Instant::now();
+    let v = h
+        .run("const all = await Promise.all(Array.from({length: 9}, () => tools.nap({ms: 50}))); all.length")
+        .await;
+    assert_eq!(v["result"], 9);
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        3,
+        "never more than max_in_flight at once"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "the rest waited their turn"
+    );
+    assert_eq!(v["calls"].as_array().unwrap().len(), 9);
+}
+
+#[tokio::test]
+async fn calls_in_flight_when_the_program_ends_are_cancelled_and_listed() {
+    let peak = Arc::new(AtomicUsize::new(0));
+    let now = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let mut h = Harness::new(fast_limits());
+    h.add(sleeper("nap", peak, now, cancelled.clone()));
+    let v = h.run("tools.nap({ms: 10000}); tools.nap({ms: 10000}); await tools.nap({ms: 1}); return 'done'").await;
+    assert_eq!(v["result"], "done");
+    let statuses: Vec<&str> = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["cancelled", "cancelled", "ok"]);
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        2,
+        "both executes observed their signal"
+    );
+    assert!(
+        v["logs"].as_array().unwrap().is_empty(),
+        "no unhandled rejection leaks: {v}"
+    );
+}
+
+#[tokio::test]
+async fn the_limits_on_source_input_and_output_bytes_hold() {
+    let mut h = Harness::new(
+        fast_limits()
+            .max_source_bytes(100)
+            .max_tool_input_bytes(50)
+            .max_tool_output_bytes(40),
+    );
+    h.add(echo_tool());
+    let e = h.err(&format!("return '{}'", "x".repeat(200))).await;
+    assert_eq!(
+        e,
+        json!({"name": "LimitError", "message": "the program is 209 bytes; the limit is 100 bytes"})
+    );
+    let r = h
+        .ok("try { await tools.echo({s: 'y'.repeat(60)}) } catch (e) { return e.message }")
+        .await;
+    assert_eq!(
+        r,
+        "invalid arguments for echo: args.s: the value is larger than the tool input limit of 50 bytes"
+    );
+    let r = h
+        .ok("try { await tools.echo({s: 'z'.repeat(40)}) } catch (e) { return e.message }")
+        .await;
+    assert_eq!(
+        r,
+        "the result of echo is 48 bytes, over the limit of 40 bytes for one tool result"
+    );
+}
+
+#[tokio::test]
+async fn the_watchdog_stops_work_neither_other_guard_can_see() {
+    // Converting a big result runs in the host, outside JavaScript (no interrupt handler)
+    // and without waiting (no host-side bound): only the watchdog's flag stops it.
+    let h = Harness::new(
+        Limits::default()
+            .timeout(Duration::from_millis(150))
+            .memory(256 << 20),
+    );
+    let started = Instant::now();
+    let e = h.err("const a = new Array(3e6); for (let i = 0; i < 3e6; i += 100000) a.fill(1.5, i, i + 100000); return a").await;
+    assert_eq!(e["name"], "TimeoutError");
+    assert!(
+        started.elapsed() < Duration::from_millis(150 + 100),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn program_forms_a_model_writes() {
+    let h = Harness::new(fast_limits());
+    assert_eq!(
+        h.ok("```ts\nconst x: number = 2;\nx * 3\n```").await,
+        json!(6)
+    );
+    assert_eq!(
+        h.ok("```\nreturn 'plain fence'\n```").await,
+        json!("plain fence")
+    );
+    assert_eq!(
+        h.ok("Here is the program:\n\n```javascript\nconst a = [1, 2, 3];\na.length\n```\n\nIt counts the items.").await,
+        json!(3)
+    );
+    assert_eq!(
+        h.ok("export default async () => 'exported arrow'").await,
+        json!("exported arrow")
+    );
+    assert_eq!(
+        h.ok("export default async function run() { return 7 }")
+            .await,
+        json!(7)
+    );
+    assert_eq!(
+        h.ok("(async () => { return 'iife' })()").await,
+        json!("iife")
+    );
+    assert_eq!(
+        h.ok("async function main() { return 'main ran' }").await,
+        json!("main ran")
+    );
+    let e = h.err("function helper() { return 1 }").await;
+    assert_eq!(
+        e["message"],
+        "the program only declares helper() and never calls anything, so nothing would run; call it, e.g. `return await helper()`"
+    );
+    let e = h
+        .err("const a = 1;\nnamespace N { export const x = 1 }")
+        .await;
+    assert_eq!(e["name"], "SyntaxError");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("TypeScript `namespace` is not supported"),
+        "{e}"
+    );
+    assert_eq!(
+        (e["line"].clone(), e["column"].clone()),
+        (json!(2), json!(1))
+    );
+}
+
+#[tokio::test]
+async fn nothing_survives_between_runs() {
+    let h = Harness::new(fast_limits());
+    assert_eq!(
+        h.ok("globalThis.leftover = 42; Object.prototype.polluted = 1; leftover")
+            .await,
+        json!(42)
+    );
+    assert_eq!(
+        h.ok("[typeof leftover, typeof ({}).polluted]").await,
+        json!(["undefined", "undefined"])
+    );
+}
+
+#[tokio::test]
+async fn timers_work_and_are_bounded_by_the_deadline() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok("const order = []; const t = setTimeout(() => order.push('cancelled'), 10); clearTimeout(t); setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5); await new Promise((r) => setTimeout(r, 40)); let n = 0; const i = setInterval(() => { n++; if (n === 3) clearInterval(i) }, 1); await new Promise((r) => setTimeout(r, 30)); [order, n]")
+        .await;
+    assert_eq!(r, json!([["a", "b"], 3]));
+    let h = Harness::new(Limits::default().timeout(Duration::from_millis(200)));
+    let started = Instant::now();
+    let e = h
+        .err("await new Promise((r) => setTimeout(r, 60000))")
+        .await;
+    assert_eq!(e["name"], "TimeoutError");
+    assert!(started.elapsed() < Duration::from_millis(400));
+}

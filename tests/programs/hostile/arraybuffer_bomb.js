@@ -1,0 +1,4 @@
+try {
+  new ArrayBuffer(512 * 1024 * 1024);
+} catch (e) {}
+return "caught";

@@ -1,0 +1,2 @@
+const t = await tools;
+return Object.keys(t);

@@ -1,0 +1,1 @@
+return /(a+)+$/.test("a".repeat(40) + "b");

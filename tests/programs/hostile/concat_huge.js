@@ -1,0 +1,1 @@
+return [].concat(new Array(1e9)).length;

@@ -1,0 +1,3 @@
+const a = {};
+a.self = a;
+return a;

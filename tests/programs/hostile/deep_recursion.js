@@ -1,0 +1,4 @@
+function f() {
+  return f();
+}
+f();

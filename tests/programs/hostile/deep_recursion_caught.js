@@ -1,0 +1,8 @@
+function f() {
+  return f();
+}
+try {
+  f();
+} catch (e) {
+  return e.name + ": " + e.message;
+}

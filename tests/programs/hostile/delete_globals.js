@@ -1,0 +1,3 @@
+delete globalThis.console;
+delete globalThis.tools;
+return [typeof console, typeof tools];

@@ -1,0 +1,1 @@
+return { get a() { throw new Error("result getter") } };

@@ -1,0 +1,2 @@
+const o = { toJSON() { while (true) {} } };
+return o;

@@ -1,0 +1,2 @@
+console.log("y".repeat(5e6));
+return "logged";

@@ -1,0 +1,5 @@
+for (;;) {
+  try {
+    while (true) {}
+  } catch (e) {}
+}

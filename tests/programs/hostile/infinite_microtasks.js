@@ -1,0 +1,5 @@
+async function spin() {
+  await null;
+  return spin();
+}
+await spin();

@@ -1,0 +1,1 @@
+return JSON.parse("[".repeat(10000) + "]".repeat(10000)).length;

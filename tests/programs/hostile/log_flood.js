@@ -1,0 +1,1 @@
+for (;;) console.log("x".repeat(1e4));

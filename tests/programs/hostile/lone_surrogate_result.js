@@ -1,0 +1,1 @@
+return "a\uD800b";

@@ -1,0 +1,1 @@
+return new Map([["k", 1]]);

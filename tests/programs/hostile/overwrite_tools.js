@@ -1,0 +1,3 @@
+tools.echo = () => "fake";
+try { globalThis.tools = { echo: () => "fake" }; } catch {}
+return await tools.echo({ a: 1 });

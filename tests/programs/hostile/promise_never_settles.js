@@ -1,0 +1,2 @@
+const value = await new Promise(() => {});
+return value;

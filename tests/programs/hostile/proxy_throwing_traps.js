@@ -1,0 +1,6 @@
+const p = new Proxy({}, { ownKeys() { throw new Error("trap") } });
+try {
+  await tools.echo(p);
+} catch (e) {
+  return e.message;
+}

@@ -1,0 +1,2 @@
+setInterval(() => {}, 5);
+await new Promise(() => {});

@@ -1,0 +1,2 @@
+new Array(2 ** 31).reverse();
+return "reversed";

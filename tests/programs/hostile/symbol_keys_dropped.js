@@ -1,0 +1,1 @@
+return { [Symbol("s")]: 1, a: 2 };

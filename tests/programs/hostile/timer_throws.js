@@ -1,0 +1,2 @@
+setTimeout(() => { throw new RangeError("late") }, 1);
+await new Promise((r) => setTimeout(r, 50));
