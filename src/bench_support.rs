@@ -7,6 +7,21 @@ use rquickjs::{Context, Function, Object, Runtime, Value};
 use crate::sandbox::convert::{Primordials, ToJson, json_to_js};
 use crate::value::PathSeg;
 
+/// Presents a run's console `lines` and `result` as `run_code` does, capped to `cap`
+/// characters: the lines stream through the console capture into a spill file in
+/// `spill_dir` (when given), then the preview is built. Returns the canonical value.
+pub fn cap_output(
+    lines: Vec<String>,
+    result: serde_json::Value,
+    cap: usize,
+    spill_dir: Option<&std::path::Path>,
+) -> serde_json::Value {
+    let config = crate::RunCodeConfig::default()
+        .output_cap(cap)
+        .spill(spill_dir.map(crate::SpillConfig::new));
+    crate::run_code::present_lines(lines, result, &config)
+}
+
 /// How a value crosses from JS to Rust and back.
 #[derive(Clone, Copy, Debug)]
 pub enum Crossing {

@@ -58,7 +58,9 @@ pub use dispatch::{
     Registry, Request, ResultCard, Retry, SearchGroup, SearchMatch, Tool, ToolBuilder, ToolError,
     ToolHandle, ToolMetrics, ToolSchema, Visibility, tool_alias,
 };
-pub use run_code::{RUN_CODE, RunCodeConfig, render_text, run_code_output_schema, run_code_tool};
+pub use run_code::{
+    RUN_CODE, RunCodeConfig, SpillConfig, render_text, run_code_output_schema, run_code_tool,
+};
 pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError};
 pub use value::{MAX_DEPTH, is_identifier, json_type_name};
 

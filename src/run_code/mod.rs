@@ -5,19 +5,31 @@
 //!
 //! ```json
 //! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
-//!  "error"?: {"name", "message", "line"?, "column"?}, "calls": [{"tool", "status", "ms"}]}
+//!  "error"?: {"name", "message", "line"?, "column"?}, "calls": [{"tool", "status", "ms"}],
+//!  "spill"?: {"path", "bytes", "read_file_path"?} | {"error"}}
 //! ```
+//!
+//! The value is the capped one (DESIGN §5 "Output cap and spill"): `result`, `logs` and
+//! `error` hold what the model sees, at most [`RunCodeConfig::output_cap`] characters of
+//! text in all ([`render_text`]); when anything was cut, `spill` names the file that holds
+//! the full output (or says why it could not be written).
 //!
 //! A program that fails is still a successful *call* of `run_code`: its value has
 //! `"status": "error"` and says why (a program error is a domain outcome, DESIGN §3).
+
+mod cap;
+mod spill;
 
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use self::spill::SharedSpill;
+pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
 use crate::sandbox::{
-    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError, RunRequest,
+    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, LogSink, ProgramError, RunReport,
+    RunRequest,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
@@ -27,7 +39,8 @@ pub const RUN_CODE: &str = "run_code";
 /// How `run_code` runs programs.
 ///
 /// Defaults: [`Limits::default`]; `max_timeout` 300 000 ms (the most a call's `timeout_ms`
-/// may ask for); `calls_listed` 100.
+/// may ask for); `calls_listed` 100; `output_cap` 20 000 characters;
+/// `spill` [`SpillConfig::default`] (a folder under the system's temporary folder).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RunCodeConfig {
@@ -39,6 +52,16 @@ pub struct RunCodeConfig {
     /// and status, into entries with a `count` and the total `ms`, so a program that makes
     /// 100 000 calls still has a result the model can read.
     pub calls_listed: usize,
+    /// Characters (Unicode scalar values) of model-facing text a run may show: its console
+    /// lines and its result or error, as [`render_text`] renders them, including the last
+    /// line that names the spill file. Over it, the text is cut (head, marker, tail; JSON
+    /// shrunk structurally so it still parses) and the full output spilled. Values inside
+    /// the program are never capped. The preview stays within the cap as long as the notice
+    /// naming the spill file takes less than half of it.
+    pub output_cap: usize,
+    /// Where the full output of a cut run is written; `None` writes nothing (the preview
+    /// then says the full output was not saved).
+    pub spill: Option<SpillConfig>,
 }
 
 impl Default for RunCodeConfig {
@@ -47,6 +70,8 @@ impl Default for RunCodeConfig {
             limits: Limits::default(),
             max_timeout: Duration::from_millis(300_000),
             calls_listed: 100,
+            output_cap: 20_000,
+            spill: Some(SpillConfig::default()),
         }
     }
 }
@@ -61,6 +86,18 @@ impl RunCodeConfig {
     /// Sets how many calls the result lists one by one.
     pub fn calls_listed(mut self, n: usize) -> Self {
         self.calls_listed = n;
+        self
+    }
+
+    /// Sets the output cap in characters (see [`RunCodeConfig::output_cap`]).
+    pub fn output_cap(mut self, chars: usize) -> Self {
+        self.output_cap = chars;
+        self
+    }
+
+    /// Sets where spill files go; `None` turns spilling off.
+    pub fn spill(mut self, spill: Option<SpillConfig>) -> Self {
+        self.spill = spill;
         self
     }
 
@@ -107,6 +144,27 @@ pub fn run_code_output_schema() -> ValueSchema {
         ),
     ])
     .additional_properties(false);
+    let spill = Node::object([
+        (
+            "path",
+            Node::string().describe("Absolute path of the file with the full output."),
+        ),
+        (
+            "bytes",
+            Node::integer().minimum(0).describe("Its size in bytes."),
+        ),
+        (
+            "read_file_path",
+            Node::string()
+                .describe("Its path for the built-in read_file tool, when it can read it."),
+        ),
+        (
+            "error",
+            Node::string().describe("Why the full output could not be saved."),
+        ),
+    ])
+    .additional_properties(false)
+    .describe("Present when the output was cut: where the full output is.");
     ValueSchema::new(
         Node::object([
             (
@@ -120,6 +178,7 @@ pub fn run_code_output_schema() -> ValueSchema {
             ("logs", Node::array(log).required()),
             ("error", error),
             ("calls", Node::array(call).required()),
+            ("spill", spill),
         ])
         .additional_properties(false),
     )
@@ -141,7 +200,8 @@ pub fn run_code_output_schema() -> ValueSchema {
 pub fn run_code_tool(config: RunCodeConfig) -> Tool {
     let description = "Run a JavaScript or TypeScript program. Every tool is available as `await tools.<name>(args)`; \
         top-level await and return work, and the value of a final expression is the result. \
-        console.log output is captured. Calls run concurrently with Promise.all.";
+        console.log output is captured. Calls run concurrently with Promise.all. \
+        Output (logs and result) longer than the cap is cut, and the full output is saved to a file the result names.";
     Tool::builder(RUN_CODE)
         .description(description)
         .parameters(ParameterSchema::new([
@@ -180,6 +240,7 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                     .into_iter()
                     .map(|t| (t.name().to_owned(), crate::dispatch::tool_alias(t.name())))
                     .collect();
+                let spill = config.spill.clone().map(SharedSpill::new);
                 let report = sandbox::run(RunRequest {
                     source: code,
                     limits,
@@ -188,51 +249,19 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                     parent: Some(exec.token()),
                     agent: exec.agent().clone(),
                     signal: exec.signal().clone(),
+                    log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
                 })
                 .await;
-                Ok(canonical_value(
-                    report.result,
-                    report.logs,
-                    report.calls,
-                    config.calls_listed,
-                ))
+                Ok(present(report, spill, &config))
             }
         })
         .build()
         .unwrap_or_else(|e| unreachable!("the run_code definition is valid: {e}"))
 }
 
-/// The canonical value of a run (DESIGN §5 "Result"), built directly. The first
-/// `listed` calls appear one by one; later ones are folded per tool and status into
-/// entries with a `count` and their total `ms`.
-pub(crate) fn canonical_value(
-    result: Result<Option<Value>, ProgramError>,
-    logs: Vec<LogEntry>,
-    calls: Vec<CallRecord>,
-    listed: usize,
-) -> Value {
-    let mut out = Map::new();
-    let (status, value, error) = match result {
-        Ok(v) => ("ok", v, None),
-        Err(e) => ("error", None, Some(e)),
-    };
-    out.insert("status".into(), status.into());
-    if let Some(v) = value {
-        out.insert("result".into(), v);
-    }
-    let logs: Vec<Value> = logs
-        .into_iter()
-        .map(|l| {
-            let mut m = Map::with_capacity(2);
-            m.insert("level".into(), l.level.as_str().into());
-            m.insert("text".into(), Value::String(l.text));
-            Value::Object(m)
-        })
-        .collect();
-    out.insert("logs".into(), Value::Array(logs));
-    if let Some(e) = error {
-        out.insert("error".into(), json!(e));
-    }
+/// The `calls` list of the canonical value: the first `listed` calls one by one, later ones
+/// folded per tool and status into entries with a `count` and their total `ms`.
+fn calls_value(calls: Vec<CallRecord>, listed: usize) -> Value {
     let status_str = |s: CallStatus| match s {
         CallStatus::Ok => "ok",
         CallStatus::Error => "error",
@@ -265,12 +294,214 @@ pub(crate) fn canonical_value(
             .into_iter()
             .map(|(tool, status, ms, n)| entry(tool, status, ms, Some(n))),
     );
-    out.insert("calls".into(), Value::Array(list));
+    Value::Array(list)
+}
+
+fn logs_value<'a>(logs: impl IntoIterator<Item = &'a LogEntry>) -> Value {
+    Value::Array(
+        logs.into_iter()
+            .map(|l| {
+                let mut m = Map::with_capacity(2);
+                m.insert("level".into(), l.level.as_str().into());
+                m.insert("text".into(), Value::String(l.text.clone()));
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// The canonical value of a run (DESIGN §5 "Result") from its parts.
+fn canonical_value(
+    result: Result<Option<Value>, ProgramError>,
+    logs: Value,
+    calls: Value,
+    spill: Option<Value>,
+) -> Value {
+    let mut out = Map::new();
+    let (status, value, error) = match result {
+        Ok(v) => ("ok", v, None),
+        Err(e) => ("error", None, Some(e)),
+    };
+    out.insert("status".into(), status.into());
+    if let Some(v) = value {
+        out.insert("result".into(), v);
+    }
+    out.insert("logs".into(), logs);
+    if let Some(e) = error {
+        out.insert("error".into(), json!(e));
+    }
+    out.insert("calls".into(), calls);
+    if let Some(s) = spill {
+        out.insert("spill".into(), s);
+    }
     Value::Object(out)
 }
 
-/// The model-facing text of a run: its console lines (with their level unless `log`),
-/// then `result: …` or `error: …`.
+/// Characters of the `result: …` or `error: …` part of the model-facing text.
+fn outcome_chars(outcome: &Result<Option<Value>, ProgramError>, max: usize) -> usize {
+    match outcome {
+        Ok(None) => "result: undefined".len(),
+        Ok(Some(v)) => "result: ".len() + cap::json_chars(v, max),
+        Err(e) => "error: ".len() + e.to_string().chars().count(),
+    }
+}
+
+/// Longest error name shown; a longer one is cut.
+const MAX_ERROR_NAME: usize = 200;
+
+/// The outcome cut so that its part of the text takes at most `budget` characters.
+fn cap_outcome(
+    outcome: &Result<Option<Value>, ProgramError>,
+    budget: usize,
+) -> Result<Option<Value>, ProgramError> {
+    match outcome {
+        Ok(None) => Ok(None),
+        Ok(Some(v)) => {
+            let budget = budget.saturating_sub("result: ".len());
+            Ok(Some(
+                cap::shrink_json(v, budget).unwrap_or_else(|| v.clone()),
+            ))
+        }
+        Err(e) => {
+            let mut e = e.clone();
+            if let Some(name) = cap::cut_text(&e.name, MAX_ERROR_NAME) {
+                e.name = name;
+            }
+            let message_chars = e.message.chars().count();
+            let overhead = "error: ".len() + e.to_string().chars().count() - message_chars;
+            if let Some(m) = cap::cut_text(&e.message, budget.saturating_sub(overhead)) {
+                e.message = m;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Shares `budget` characters between the logs (`logs` characters uncut) and the outcome
+/// (`outcome` characters uncut): what is small keeps all it needs, the rest is halved.
+fn share(logs: usize, outcome: usize, budget: usize) -> (usize, usize) {
+    if logs + outcome <= budget {
+        (logs, budget - logs)
+    } else if outcome <= budget / 2 {
+        (budget - outcome, outcome)
+    } else if logs <= budget / 2 {
+        (logs, budget - logs)
+    } else {
+        (budget / 2, budget - budget / 2)
+    }
+}
+
+/// The canonical value of a finished run, capped to `config.output_cap` characters of
+/// model-facing text (DESIGN §5 "Output cap and spill"), with the full output spilled when
+/// anything was cut.
+fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig) -> Value {
+    let cap = config.output_cap;
+    let kept = report.logs;
+    let view = cap::LogView {
+        head: &kept.head,
+        tail: &kept.tail,
+        dropped_entries: kept.dropped_entries,
+        dropped_chars: kept.dropped_chars,
+        dropped_newlines: kept.dropped_newlines,
+    };
+    let calls = calls_value(report.calls, config.calls_listed);
+    let outcome = report.result;
+    let logs_chars = view.rendered_chars();
+    let result_chars = outcome_chars(&outcome, cap.saturating_add(1));
+    if kept.dropped_entries == 0 && logs_chars + result_chars <= cap {
+        let logs = logs_value(kept.head.iter().chain(&kept.tail));
+        return canonical_value(outcome, logs, calls, None);
+    }
+
+    let spilled = match &spill {
+        None => Err("no spill folder is configured".to_owned()),
+        Some(spill) => spill.with(|w| {
+            if !kept.streamed {
+                for e in kept.head.iter().chain(&kept.tail) {
+                    w.write_line(e.level, &e.text).map_err(|e| e.to_string())?;
+                }
+            }
+            w.finish(outcome.as_ref().map(Option::as_ref))
+        }),
+    };
+    let spill_value = match spilled {
+        Ok(s) => {
+            let mut m = Map::new();
+            m.insert("path".into(), s.path.to_string_lossy().into_owned().into());
+            m.insert("bytes".into(), s.bytes.into());
+            if let Some(rel) = s.read_file_path {
+                m.insert("read_file_path".into(), rel.into());
+            }
+            Value::Object(m)
+        }
+        Err(e) => json!({ "error": e }),
+    };
+    let notice = spill_notice(&spill_value);
+    let mut budget = cap.saturating_sub(notice.chars().count() + 1);
+    loop {
+        let (logs_budget, outcome_budget) = share(logs_chars, result_chars, budget);
+        let logs = match cap::cut_logs(&view, logs_budget) {
+            Some(cut) => logs_value(&cut),
+            None => logs_value(kept.head.iter().chain(&kept.tail)),
+        };
+        let shown = cap_outcome(&outcome, outcome_budget);
+        let value = canonical_value(shown, logs, calls.clone(), Some(spill_value.clone()));
+        let chars = render_text(&value).chars().count();
+        if chars <= cap || budget == 0 {
+            // The full result can be large: freeing it is not the caller's wait.
+            sandbox::reap_later(outcome);
+            return value;
+        }
+        budget = budget.saturating_sub(chars - cap);
+    }
+}
+
+/// Streams `lines` through a console capture into the spill (when `config.spill` is set) and
+/// presents them with `result` as [`run_code_tool`] presents a run: for the benches.
+pub(crate) fn present_lines(lines: Vec<String>, result: Value, config: &RunCodeConfig) -> Value {
+    let spill = config.spill.clone().map(SharedSpill::new);
+    let mut capture = sandbox::LogCapture::new(
+        config.limits.max_log_bytes,
+        config.limits.max_console_bytes,
+        spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
+    );
+    for line in lines {
+        capture.push(LogLevel::Log, line);
+    }
+    let report = RunReport {
+        result: Ok(Some(result)),
+        logs: capture.finish(),
+        calls: Vec::new(),
+    };
+    present(report, spill, config)
+}
+
+/// The line that ends a cut preview: where the full output is and how to read it.
+fn spill_notice(spill: &Value) -> String {
+    let path = spill.get("path").and_then(Value::as_str);
+    let bytes = spill.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+    match (path, spill.get("read_file_path").and_then(Value::as_str)) {
+        (Some(path), Some(rel)) => format!(
+            "[output cut to fit; all of it ({bytes} bytes) is in {path}: read it with read_file {{\"path\": {}, \"offset\": 1, \"limit\": 200}}.]",
+            Value::String(rel.to_owned())
+        ),
+        (Some(path), None) => {
+            format!("[output cut to fit; all of it ({bytes} bytes) is in {path}.]")
+        }
+        _ => format!(
+            "[output cut to fit; the full output could not be saved: {}.]",
+            spill
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+        ),
+    }
+}
+
+/// The model-facing text of a run: its console lines (`[level] ` before those that are not
+/// `log`), then `result: ` and the result as compact JSON (`undefined` when absent) or
+/// `error: ` and the error; when the output was cut, a last line naming the spill file and
+/// how to read it.
 pub fn render_text(value: &Value) -> String {
     let mut out = String::new();
     if let Some(logs) = value.get("logs").and_then(Value::as_array) {
@@ -308,15 +539,12 @@ pub fn render_text(value: &Value) -> String {
         out.push_str("result: ");
         match value.get("result") {
             None => out.push_str("undefined"),
-            Some(v) => {
-                let compact = v.to_string();
-                if compact.len() > 80 && (v.is_object() || v.is_array()) {
-                    out.push_str(&serde_json::to_string_pretty(v).unwrap_or(compact));
-                } else {
-                    out.push_str(&compact);
-                }
-            }
+            Some(v) => out.push_str(&v.to_string()),
         }
+    }
+    if let Some(spill) = value.get("spill") {
+        out.push('\n');
+        out.push_str(&spill_notice(spill));
     }
     out
 }

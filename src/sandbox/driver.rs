@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::alloc::LimitedAllocator;
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown, json_to_js};
 use super::flags::{RunFlags, StopReason};
-use super::logs::{LogCapture, LogEntry, LogLevel};
+use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::report::{CallRecord, CallStatus, ProgramError};
 use super::source::{self, Program};
 use super::{Limits, prelude, reaper, watchdog};
@@ -48,6 +48,8 @@ pub(crate) struct RunRequest {
     pub(crate) parent: Option<CallToken>,
     pub(crate) agent: Agent,
     pub(crate) signal: CancellationToken,
+    /// Where console lines stream once the in-memory head is full (`run_code`'s spill).
+    pub(crate) log_sink: Option<Box<dyn LogSink>>,
 }
 
 /// What a run produced, before the output cap.
@@ -55,7 +57,7 @@ pub(crate) struct RunRequest {
 pub(crate) struct RunReport {
     /// The result (`None` for `undefined`) or the error.
     pub(crate) result: Result<Option<serde_json::Value>, ProgramError>,
-    pub(crate) logs: Vec<LogEntry>,
+    pub(crate) logs: CapturedLogs,
     pub(crate) calls: Vec<CallRecord>,
 }
 
@@ -152,11 +154,11 @@ fn status_of(outcome: &Outcome) -> CallStatus {
 }
 
 /// Runs a program to its end. Never panics on anything the program does.
-pub(crate) async fn run(request: RunRequest) -> RunReport {
+pub(crate) async fn run(mut request: RunRequest) -> RunReport {
     let started = Instant::now();
     let fail = |e: ProgramError| RunReport {
         result: Err(e),
-        logs: Vec::new(),
+        logs: CapturedLogs::default(),
         calls: Vec::new(),
     };
     if request.source.len() > request.limits.max_source_bytes {
@@ -230,7 +232,11 @@ pub(crate) async fn run(request: RunRequest) -> RunReport {
         next_id: 1,
         records: Vec::new(),
         started_at: Vec::new(),
-        logs: LogCapture::new(request.limits.max_log_bytes),
+        logs: LogCapture::new(
+            request.limits.max_log_bytes,
+            request.limits.max_console_bytes,
+            request.log_sink.take(),
+        ),
         timers: BinaryHeap::new(),
         active_timers: HashSet::new(),
         tool_names: request
@@ -528,6 +534,13 @@ impl Driver<'_> {
                 ),
             ),
             StopReason::Cancelled => ProgramError::new("CancelledError", "the run was cancelled"),
+            StopReason::ConsoleLimit => ProgramError::new(
+                "LimitError",
+                format!(
+                    "the program's console output passed its limit of {} bytes; the output up to there is kept",
+                    self.request.limits.max_console_bytes
+                ),
+            ),
         })
     }
 
@@ -859,6 +872,7 @@ fn make_host<'js>(
     let host = Object::new(ctx.clone())?;
 
     let call_state = state.clone();
+    let call_flags = flags.clone();
     host.set(
         "call",
         Function::new(
@@ -871,7 +885,7 @@ fn make_host<'js>(
                   object_prototype: Object<'js>|
                   -> rquickjs::Result<Value<'js>> {
                 let prims = Primordials::with_object_prototype(&prims, object_prototype);
-                host_call(&ctx, &call_state, &flags, tool, args, prims, reply)
+                host_call(&ctx, &call_state, &call_flags, tool, args, prims, reply)
             },
         )?,
     )?;
@@ -894,6 +908,7 @@ fn make_host<'js>(
     )?;
 
     let log_state = state.clone();
+    let log_flags = flags;
     host.set(
         "log",
         Function::new(
@@ -902,7 +917,12 @@ fn make_host<'js>(
                 let text = text.to_string().unwrap_or_else(|_| {
                     "[console text with a lone surrogate could not be shown]".into()
                 });
-                lock(&log_state).logs.push(LogLevel::parse(&level), text);
+                let mut st = lock(&log_state);
+                st.logs.push(LogLevel::parse(&level), text);
+                if st.logs.over_limit {
+                    // The interrupt handler ends the run at its next check.
+                    log_flags.console_limit();
+                }
             },
         )?,
     )?;

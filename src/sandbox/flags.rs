@@ -13,6 +13,8 @@ pub(crate) enum StopReason {
     OutOfMemory,
     /// The `run_code` call was cancelled.
     Cancelled,
+    /// The console output passed `max_console_bytes`.
+    ConsoleLimit,
 }
 
 pub(crate) struct RunFlags {
@@ -37,6 +39,7 @@ impl RunFlags {
             StopReason::Timeout => 1,
             StopReason::OutOfMemory => 2,
             StopReason::Cancelled => 3,
+            StopReason::ConsoleLimit => 4,
         };
         let _ = self
             .stop
@@ -49,6 +52,10 @@ impl RunFlags {
 
     pub(crate) fn cancel(&self) {
         self.set(StopReason::Cancelled);
+    }
+
+    pub(crate) fn console_limit(&self) {
+        self.set(StopReason::ConsoleLimit);
     }
 
     pub(crate) fn time_out(&self) {
@@ -72,6 +79,7 @@ impl RunFlags {
             1 => Some(StopReason::Timeout),
             2 => Some(StopReason::OutOfMemory),
             3 => Some(StopReason::Cancelled),
+            4 => Some(StopReason::ConsoleLimit),
             _ => None,
         }
     }

@@ -17,7 +17,8 @@ use std::time::Duration;
 /// | `max_in_flight` | 128 | tool calls running at once (the rest wait their turn) |
 /// | `max_tool_input_bytes` | 4 MiB | JSON bytes of one call's arguments |
 /// | `max_tool_output_bytes` | 64 MiB | JSON bytes of one call's result |
-/// | `max_log_bytes` | 1 MiB | bytes of console output kept in memory |
+/// | `max_log_bytes` | 1 MiB | bytes of console output kept in memory, for the head and again for the tail (the rest streams to the spill file) |
+/// | `max_console_bytes` | 64 MiB | bytes of console output in all; past it the run ends with a `LimitError` |
 /// | `cancel_grace` | 1 000 | milliseconds calls still running when the program ends get to observe their cancelled signal |
 ///
 /// The timeout is enforced three ways: the engine's interrupt handler stops CPU-bound code
@@ -42,8 +43,10 @@ pub struct Limits {
     pub max_tool_input_bytes: usize,
     /// JSON bytes of one call's result.
     pub max_tool_output_bytes: usize,
-    /// Bytes of console output kept in memory.
+    /// Bytes of console output kept in memory, for the first lines and again for the last.
     pub max_log_bytes: usize,
+    /// Bytes of console output in all (one more per line for its line break).
+    pub max_console_bytes: u64,
     /// How long calls still running when the program ends get to observe their cancelled
     /// signal before they are dropped.
     pub cancel_grace: Duration,
@@ -61,6 +64,7 @@ impl Default for Limits {
             max_tool_input_bytes: 4 << 20,
             max_tool_output_bytes: 64 << 20,
             max_log_bytes: 1 << 20,
+            max_console_bytes: 64 << 20,
             cancel_grace: Duration::from_millis(1_000),
         }
     }
@@ -118,6 +122,12 @@ impl Limits {
     /// Sets how many bytes of console output are kept in memory.
     pub fn max_log_bytes(mut self, bytes: usize) -> Self {
         self.max_log_bytes = bytes;
+        self
+    }
+
+    /// Sets how many bytes of console output a run may produce in all.
+    pub fn max_console_bytes(mut self, bytes: u64) -> Self {
+        self.max_console_bytes = bytes;
         self
     }
 

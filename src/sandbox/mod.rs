@@ -20,4 +20,6 @@ pub use limits::Limits;
 pub use logs::{LogEntry, LogLevel};
 pub use report::{CallRecord, CallStatus, ProgramError};
 
-pub(crate) use driver::{RunRequest, run};
+pub(crate) use driver::{RunReport, RunRequest, run};
+pub(crate) use logs::{LogCapture, LogSink};
+pub(crate) use reaper::reap_later;

@@ -1,6 +1,7 @@
 //! Integration tests: one binary (as wasmtime's `tests/all`), one module per area.
 
 mod builtin;
+mod cap;
 mod cli;
 mod dispatch;
 mod hostile;

@@ -3,24 +3,43 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codemode::{FileTools, Limits, Registry, RunCodeConfig, Tool, ToolHandle, run_code_tool};
+use codemode::{
+    FileTools, Limits, Registry, RunCodeConfig, SpillConfig, Tool, ToolHandle, run_code_tool,
+};
 use serde_json::{Value, json};
 
 /// A registry with `run_code` (with `limits`) and the given tools.
 pub struct Harness {
     pub registry: Registry,
     pub handles: Vec<ToolHandle>,
+    /// The spill folder of this harness's `run_code`.
+    pub spill: tempfile::TempDir,
 }
 
 impl Harness {
     pub fn new(limits: Limits) -> Harness {
+        Harness::with_config(RunCodeConfig::default().limits(limits))
+    }
+
+    /// A harness whose `run_code` has `config`, spilling into a fresh temporary folder.
+    pub fn with_config(config: RunCodeConfig) -> Harness {
+        let spill = tempfile::tempdir().unwrap();
+        let config = config.spill(Some(SpillConfig::new(spill.path())));
+        Harness::registering(config, spill)
+    }
+
+    /// A harness whose `run_code` has `config` with spilling off.
+    pub fn without_spill(config: RunCodeConfig) -> Harness {
+        Harness::registering(config.spill(None), tempfile::tempdir().unwrap())
+    }
+
+    fn registering(config: RunCodeConfig, spill: tempfile::TempDir) -> Harness {
         let registry = Registry::new();
-        let handle = registry
-            .register(run_code_tool(RunCodeConfig::default().limits(limits)))
-            .unwrap();
+        let handle = registry.register(run_code_tool(config)).unwrap();
         Harness {
             registry,
             handles: vec![handle],
+            spill,
         }
     }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use codemode::{Limits, RunCodeConfig, render_text, run_code_tool};
+use codemode::{Limits, RunCodeConfig, SpillConfig, render_text, run_code_tool};
 use serde_json::{Value, json};
 
 use crate::cli::SetupError;
@@ -28,6 +28,13 @@ pub(crate) struct RunCommand {
     /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     memory: usize,
+    /// Characters of output (logs and result) shown before the rest is cut and spilled.
+    #[arg(long, value_name = "CHARS", default_value_t = 20_000)]
+    output_cap: usize,
+    /// Folder for spill files (the full output of a cut run). Default: `.codemode/spill`
+    /// under `--root`, where the built-in `read_file` can read them.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
 }
 
 /// Parses `64MiB`, `512k`, `1G`, `1048576`.
@@ -76,9 +83,20 @@ impl RunCommand {
         let limits = Limits::default()
             .timeout(Duration::from_millis(self.timeout))
             .memory(self.memory);
+        let root = self
+            .tools
+            .root
+            .canonicalize()
+            .unwrap_or(self.tools.root.clone());
+        let spill = match &self.spill_dir {
+            Some(dir) => SpillConfig::new(dir).read_root(root),
+            None => SpillConfig::under_root(root),
+        };
         let config = RunCodeConfig::default()
             .limits(limits)
-            .max_timeout(Duration::from_millis(self.timeout));
+            .max_timeout(Duration::from_millis(self.timeout))
+            .output_cap(self.output_cap)
+            .spill(Some(spill));
         let _run = tools
             .registry
             .register(run_code_tool(config))
