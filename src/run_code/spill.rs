@@ -3,8 +3,8 @@
 //!
 //! A spill file holds exactly the text the model would have seen without the cap: every
 //! console line (`[level] ` before lines that are not `log`), then `result: ` and the
-//! result as indented JSON (one member per line, so `read_file` with `offset`/`limit` and
-//! `grep` can page through it), or `error: ` and the error. Console lines stream into a
+//! result as JSON with each top-level item or member on a line of its own (so `read_file`
+//! with `offset`/`limit` and `grep` can page through it), or `error: ` and the error. Console lines stream into a
 //! temporary file in the folder as the program produces them; the result is appended at
 //! the end and the file is renamed to its final name (`run-<unix ms>-<random>.txt`), so a
 //! crash never leaves half a file under a final name.
@@ -199,7 +199,7 @@ impl SpillWriter {
                 Ok(None) => f.write_all(b"result: undefined")?,
                 Ok(Some(v)) => {
                     f.write_all(b"result: ")?;
-                    serde_json::to_writer_pretty(&mut *f, v)?;
+                    write_json_lines(&mut *f, v)?;
                 }
                 Err(e) => write!(f, "error: {e}")?,
             }
@@ -255,6 +255,38 @@ impl SpillWriter {
             )
         })?;
         Ok(path)
+    }
+}
+
+/// Writes `v` as valid JSON with each item of a top-level array (or member of a top-level
+/// object) on a line of its own, compact within: `read_file` pages through it by line and
+/// `grep` finds items, at the cost of compact JSON (indenting everything would double the
+/// size of a record list).
+fn write_json_lines(f: &mut impl Write, v: &Value) -> io::Result<()> {
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            f.write_all(b"[\n")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_all(b",\n")?;
+                }
+                serde_json::to_writer(&mut *f, item)?;
+            }
+            f.write_all(b"\n]")
+        }
+        Value::Object(members) if !members.is_empty() => {
+            f.write_all(b"{\n")?;
+            for (i, (key, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    f.write_all(b",\n")?;
+                }
+                serde_json::to_writer(&mut *f, key)?;
+                f.write_all(b": ")?;
+                serde_json::to_writer(&mut *f, item)?;
+            }
+            f.write_all(b"\n}")
+        }
+        other => serde_json::to_writer(f, other).map_err(io::Error::from),
     }
 }
 
@@ -345,10 +377,7 @@ mod tests {
         let value = serde_json::json!({"a": [1, 2]});
         let spilled = spill.with(|w| w.finish(Ok(Some(&value)))).unwrap();
         let text = fs::read_to_string(&spilled.path).unwrap();
-        assert_eq!(
-            text,
-            "hello\n[warn] careful\nresult: {\n  \"a\": [\n    1,\n    2\n  ]\n}\n"
-        );
+        assert_eq!(text, "hello\n[warn] careful\nresult: {\n\"a\": [1,2]\n}\n");
         assert_eq!(spilled.bytes, text.len() as u64);
         let rel = spilled.read_file_path.unwrap();
         assert!(
