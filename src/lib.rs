@@ -50,6 +50,7 @@ pub mod schema;
 mod value;
 
 pub use builtin::FileTools;
+pub use codemode_codegen::{Layout, SANDBOX_GLOBALS, ToolDecl};
 pub use dispatch::{
     Agent, AgentDisposed, Approval, Approver, Arguments, Around, BuildError, CallCard, CallId,
     CallToken, Content, Deadline, Decision, ErrorKind, Exec, Execute, ExecuteFuture, Guard,
@@ -64,13 +65,10 @@ pub use run_code::{
 pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, ProgramError};
 pub use value::{MAX_DEPTH, is_identifier, json_type_name};
 
-/// The TypeScript declarations (DESIGN §6) of the tools a program in `registry` sees:
-/// `ToolArgsMap`, `ToolOutputMap`, `tools` and `ToolCallError`.
-///
-/// # Errors
-/// When two tools would share a member of `tools` (registration normally prevents it).
-pub fn declarations(registry: &Registry) -> Result<String, codemode_codegen::DeclarationError> {
-    let decls: Vec<codemode_codegen::ToolDecl> = registry
+/// The tools a program in `registry` sees, as the code generator takes them: name, alias
+/// (when the name is not an identifier), description, and both schemas as JSON Schema.
+pub fn tool_decls(registry: &Registry) -> Vec<codemode_codegen::ToolDecl> {
+    registry
         .sandbox_tools()
         .iter()
         .map(|t| {
@@ -83,6 +81,18 @@ pub fn declarations(registry: &Registry) -> Result<String, codemode_codegen::Dec
                 output_schema: t.output().to_json_schema(),
             }
         })
-        .collect();
-    codemode_codegen::declarations(&decls)
+        .collect()
+}
+
+/// The TypeScript declarations (DESIGN §6) of the tools a program in `registry` sees:
+/// `ToolArgsMap`, `ToolOutputMap`, `tools` and `ToolCallError`, in `layout`
+/// ([`Layout::Pretty`] for files, [`Layout::Compact`] for the model).
+///
+/// # Errors
+/// When two tools would share a member of `tools` (registration normally prevents it).
+pub fn declarations(
+    registry: &Registry,
+    layout: Layout,
+) -> Result<String, codemode_codegen::DeclarationError> {
+    codemode_codegen::declarations_with(&tool_decls(registry), layout)
 }

@@ -16,4 +16,7 @@
 
 mod ts;
 
-pub use ts::{DeclarationError, ToolDecl, declarations};
+pub use ts::{
+    DeclarationError, HEADER, Layout, SANDBOX_GLOBALS, ToolDecl, declarations, declarations_with,
+    is_identifier,
+};

@@ -3,6 +3,7 @@
 mod builtin;
 mod cap;
 mod cli;
+mod declarations;
 mod dispatch;
 mod hostile;
 mod import;

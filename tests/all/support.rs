@@ -92,3 +92,73 @@ pub fn echo_tool() -> Tool {
         .build()
         .unwrap()
 }
+
+/// `tests/node/node_modules`, installed with `npm ci` from the pinned lock file the first
+/// time a test needs it (and again whenever the lock file changes).
+///
+/// # Panics
+/// When Node or npm is missing, or `npm ci` fails: the message says what to do.
+pub fn node_modules() -> &'static Path {
+    static READY: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    match READY.get_or_init(install_node_modules) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn install_node_modules() -> Result<std::path::PathBuf, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    let lock = std::fs::read(dir.join("package-lock.json")).map_err(|e| e.to_string())?;
+    let modules = dir.join("node_modules");
+    let stamp = modules.join(".codemode-installed-lock");
+    if std::fs::read(&stamp).ok().as_deref() == Some(lock.as_slice()) {
+        return Ok(modules);
+    }
+    let out = std::process::Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| {
+            format!("these tests need Node 20 and npm on PATH (running `npm ci` in tests/node failed: {e})")
+        })?;
+    if !out.status.success() {
+        return Err(format!(
+            "`npm ci` in tests/node failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::write(&stamp, &lock).map_err(|e| e.to_string())?;
+    Ok(modules)
+}
+
+/// Runs the real TypeScript compiler (`tsc --noEmit --strict`, lib `es2022` without DOM)
+/// over `files` (name, text) in a fresh folder; returns whether it passed and its
+/// diagnostics (`name(line,col): error TSxxxx: …`, one per line).
+pub fn tsc(files: &[(&str, &str)]) -> (bool, String) {
+    let modules = node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let names: Vec<&str> = files.iter().map(|f| f.0).collect();
+    let config = json!({
+        "compilerOptions": {
+            "strict": true, "noEmit": true, "target": "es2022", "lib": ["es2022"],
+            "types": [], "skipLibCheck": false, "noUnusedLocals": false
+        },
+        "files": names,
+    });
+    std::fs::write(dir.path().join("tsconfig.json"), config.to_string()).unwrap();
+    let out = std::process::Command::new("node")
+        .arg(modules.join("typescript/bin/tsc"))
+        .args(["-p", ".", "--pretty", "false"])
+        .current_dir(dir.path())
+        .output()
+        .expect("node runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}

@@ -16,8 +16,8 @@ pub(crate) struct TypesCommand {
 impl TypesCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let tools = self.tools.load()?;
-        let text =
-            codemode::declarations(&tools.registry).map_err(|e| SetupError(e.to_string()))?;
+        let text = codemode::declarations(&tools.registry, codemode::Layout::Pretty)
+            .map_err(|e| SetupError(e.to_string()))?;
         print!("{text}");
         Ok(ExitCode::SUCCESS)
     }

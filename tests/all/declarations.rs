@@ -1,0 +1,195 @@
+//! TypeScript declarations (DESIGN §6, issue 7): snapshots of every fixture, and the real
+//! TypeScript compiler as the judge of the declarations and of programs written against
+//! them.
+
+use std::path::{Path, PathBuf};
+
+use codemode::{FileTools, Layout, Registry, SANDBOX_GLOBALS, ToolDecl, tool_alias};
+use codemode_codegen::{declarations, declarations_with};
+use serde_json::Value;
+
+use crate::support::tsc;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The tools of a fixture file (`{"tools": [{name, description, inputSchema,
+/// outputSchema?}]}`, the shape of an MCP `tools/list` answer).
+pub fn fixture(path: &str) -> Vec<ToolDecl> {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap().to_owned();
+            let alias = tool_alias(&name);
+            ToolDecl {
+                alias: (alias != name).then_some(alias),
+                name,
+                description: t["description"].as_str().unwrap_or("").to_owned(),
+                input_schema: t["inputSchema"].clone(),
+                output_schema: t.get("outputSchema").cloned().unwrap_or(Value::Bool(true)),
+            }
+        })
+        .collect()
+}
+
+/// The built-in file tools as a program sees them.
+pub fn builtin() -> Vec<ToolDecl> {
+    let registry = Registry::new();
+    let dir = tempfile::tempdir().unwrap();
+    let _handles = FileTools::new(dir.path())
+        .unwrap()
+        .register(&registry)
+        .unwrap();
+    codemode::tool_decls(&registry)
+}
+
+const FIXTURES: &[(&str, &str)] = &[
+    (
+        "server_everything",
+        "tests/fixtures/mcp/server-everything.json",
+    ),
+    (
+        "server_filesystem",
+        "tests/fixtures/mcp/server-filesystem.json",
+    ),
+    ("server_memory", "tests/fixtures/mcp/server-memory.json"),
+    ("adversarial", "tests/fixtures/schemas/adversarial.json"),
+];
+
+fn all_fixtures() -> Vec<(&'static str, Vec<ToolDecl>)> {
+    let mut out = vec![("builtin", builtin())];
+    out.extend(FIXTURES.iter().map(|(n, p)| (*n, fixture(p))));
+    out
+}
+
+#[test]
+fn the_adversarial_fixture_has_at_least_30_tools() {
+    assert!(fixture("tests/fixtures/schemas/adversarial.json").len() >= 30);
+}
+
+#[test]
+fn declarations_of_every_fixture_match_their_snapshots() {
+    for (name, tools) in all_fixtures() {
+        let pretty = declarations(&tools).unwrap();
+        insta::assert_snapshot!(format!("{name}.d.ts"), pretty);
+        let compact = declarations_with(&tools, Layout::Compact).unwrap();
+        insta::assert_snapshot!(format!("{name}.compact.d.ts"), compact);
+    }
+}
+
+#[test]
+fn the_same_tools_give_the_same_bytes_in_any_order() {
+    let mut tools = fixture("tests/fixtures/schemas/adversarial.json");
+    let a = declarations(&tools).unwrap();
+    tools.reverse();
+    assert_eq!(declarations(&tools).unwrap(), a);
+    assert!(a.starts_with("// @generated"));
+}
+
+#[test]
+fn the_typescript_compiler_accepts_the_declarations_of_every_fixture() {
+    for (name, tools) in all_fixtures() {
+        for layout in [Layout::Pretty, Layout::Compact] {
+            let d = declarations_with(&tools, layout).unwrap();
+            let (ok, diagnostics) = tsc(&[("tools.d.ts", &d), ("globals.d.ts", SANDBOX_GLOBALS)]);
+            assert!(ok, "{name} ({layout:?}):\n{diagnostics}\n{d}");
+        }
+    }
+}
+
+struct Program {
+    file: String,
+    text: String,
+    /// `None` when it must type-check; else the code and `line:column`.
+    expect: Option<(String, String)>,
+}
+
+fn programs() -> Vec<Program> {
+    let dir = root().join("tests/programs/typecheck");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let first = text.lines().next().unwrap_or("");
+            let expect = first.strip_prefix("// expect: ").unwrap_or_else(|| {
+                panic!(
+                    "{} must start with `// expect: ok` or `// expect: TSxxxx line:col`",
+                    p.display()
+                )
+            });
+            let expect = (expect != "ok").then(|| {
+                let (code, at) = expect.split_once(' ').unwrap();
+                (code.to_owned(), at.to_owned())
+            });
+            Program {
+                file: p.file_name().unwrap().to_string_lossy().into_owned(),
+                text,
+                expect,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn programs_type_check_or_fail_with_the_expected_diagnostic() {
+    let mut tools = builtin();
+    tools.extend(fixture("tests/fixtures/schemas/adversarial.json"));
+    let programs = programs();
+    assert!(programs.iter().filter(|p| p.expect.is_none()).count() >= 3);
+    assert!(programs.iter().filter(|p| p.expect.is_some()).count() >= 3);
+    // Each program is the body of an async function, as in the sandbox; the wrapper opens
+    // on the program's first line (a comment), so lines and columns stay the program's.
+    let wrapped: Vec<(String, String)> = programs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                p.file.clone(),
+                format!("async function __program{i}() {{ {}\n}}\n", p.text),
+            )
+        })
+        .collect();
+    // The same diagnostics whichever layout the program is checked against.
+    for layout in [Layout::Pretty, Layout::Compact] {
+        let d = declarations_with(&tools, layout).unwrap();
+        let mut files: Vec<(&str, &str)> =
+            vec![("tools.d.ts", &d), ("globals.d.ts", SANDBOX_GLOBALS)];
+        files.extend(wrapped.iter().map(|(n, t)| (n.as_str(), t.as_str())));
+        let (_, diagnostics) = tsc(&files);
+        for p in &programs {
+            let mine: Vec<&str> = diagnostics
+                .lines()
+                .filter(|l| l.starts_with(&format!("{}(", p.file)))
+                .collect();
+            match &p.expect {
+                None => assert!(
+                    mine.is_empty(),
+                    "{} must type-check ({layout:?}):\n{}",
+                    p.file,
+                    mine.join("\n")
+                ),
+                Some((code, at)) => {
+                    let (line, col) = at.split_once(':').unwrap();
+                    let want = format!("{}({line},{col}): error {code}:", p.file);
+                    assert!(
+                        mine.len() == 1 && mine[0].starts_with(&want),
+                        "{} ({layout:?}): expected `{want}`, got:\n{}",
+                        p.file,
+                        mine.join("\n")
+                    );
+                }
+            }
+        }
+        assert!(!diagnostics.contains("tools.d.ts("), "{diagnostics}");
+    }
+}

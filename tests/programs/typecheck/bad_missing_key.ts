@@ -1,0 +1,2 @@
+// expect: TS2345 2:36
+const file = await tools.read_file({ offset: 3 });

@@ -1,0 +1,21 @@
+// expect: ok
+await tools["weird-name.v2"]({ "foo-bar": "x", "*/": "y", "line\nbreak": "z" });
+await tools.weird_name_v2({ "foo-bar": "x" });
+await tools.delete({ class: "c", new: true, function: 1 });
+await tools["3d-render"]({ scale: 2 });
+await tools._3d_render({});
+await tools.one_of({ shape: { kind: "circle", r: 1 } });
+await tools.nullables({ a: null, b: "b", c: 3 });
+await tools.tuples({ pair: [1, "a"], optional_tail: [1], rest: ["a", 1, 2], draft07: ["s", 2] });
+await tools.open_objects({ counts: { total: 3, extra: 1.5 }, map: { k: ["v"] }, closed_empty: {} });
+const tree = await tools.recursive_tree({ root: { value: 1, children: [{ value: 2, children: [] }] } });
+const first: number | undefined = tree.children?.[0]?.value;
+await tools.root_recursion({ name: "a", parent: { name: "b", parent: { name: "c" } } });
+await tools.any_of({ id: 1 });
+await tools.any_of({ name: "n" });
+await tools.any_of_beside_properties({ common: "c", a: "a" });
+await tools.all_of({ a: "a", b: 2 });
+await tools.literals({ s: "it's \"quoted\"\n", n: -1.5, z: null, o: { a: 1, "b-c": [true, null] } });
+const out = await tools.rich_output({});
+const ids: string[] = out.items.map((i) => i.id);
+return [first, ids, out.total];
