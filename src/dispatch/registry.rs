@@ -311,7 +311,11 @@ impl Registry {
         self.tools()
             .into_iter()
             .filter(|t| t.visibility() != Visibility::Hidden)
-            .map(|t| t.schema())
+            .map(|t| {
+                let mut schema = t.schema();
+                schema.description = t.description_in(self);
+                schema
+            })
             .collect()
     }
 

@@ -123,6 +123,7 @@ where
 
 type RenderFn = dyn Fn(&Value, &Value) -> Vec<Content> + Send + Sync;
 type MetaFn = dyn Fn(&Value, &Value) -> Option<Value> + Send + Sync;
+type DescribeFn = dyn Fn(&str, &super::Registry) -> String + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> CallCard + Send + Sync;
 type PresentResultFn = dyn Fn(&Value, &Outcome) -> ResultCard + Send + Sync;
 
@@ -171,6 +172,7 @@ pub(crate) struct ToolInner {
     pub(crate) present_result: Option<Arc<PresentResultFn>>,
     pub(crate) validate_arguments: bool,
     pub(crate) visibility: Visibility,
+    pub(crate) describe: Option<Arc<DescribeFn>>,
 }
 
 impl fmt::Debug for Tool {
@@ -197,6 +199,7 @@ impl Tool {
             present_result: None,
             validate_arguments: true,
             visibility: Visibility::Visible,
+            describe: None,
         }
     }
 
@@ -205,9 +208,18 @@ impl Tool {
         &self.inner.name
     }
 
-    /// What the model reads about the tool.
+    /// What the model reads about the tool (the static text; see
+    /// [`ToolBuilder::describe_with`]).
     pub fn description(&self) -> &str {
         &self.inner.description
+    }
+
+    /// The description as listed in `registry`.
+    pub fn description_in(&self, registry: &super::Registry) -> String {
+        match &self.inner.describe {
+            Some(f) => f(&self.inner.description, registry),
+            None => self.inner.description.clone(),
+        }
     }
 
     /// The arguments schema.
@@ -226,7 +238,8 @@ impl Tool {
     }
 
     /// The model-facing projection: `{"name", "description", "input_schema",
-    /// "output_schema"}` with JSON Schema draft 2020-12.
+    /// "output_schema"}` with JSON Schema draft 2020-12. The description is the static
+    /// one; [`Registry::schemas`](super::Registry::schemas) gives the one a registry lists.
     pub fn schema(&self) -> ToolSchema {
         ToolSchema {
             name: self.inner.name.to_string(),
@@ -315,6 +328,7 @@ pub struct ToolBuilder {
     present_result: Option<Arc<PresentResultFn>>,
     validate_arguments: bool,
     visibility: Visibility,
+    describe: Option<Arc<DescribeFn>>,
 }
 
 /// Why a definition was refused.
@@ -412,6 +426,18 @@ impl ToolBuilder {
         self
     }
 
+    /// Makes the model-facing description depend on the registry the tool is listed in:
+    /// `f(description, registry)` gives the text [`Registry::schemas`](super::Registry::schemas)
+    /// lists (`run_code` appends the declarations of the tools a program sees). The static
+    /// description stays what [`Tool::description`] returns.
+    pub fn describe_with(
+        mut self,
+        f: impl Fn(&str, &super::Registry) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.describe = Some(Arc::new(f));
+        self
+    }
+
     /// Who sees the tool. Default: [`Visibility::Visible`].
     pub fn visibility(mut self, visibility: Visibility) -> Self {
         self.visibility = visibility;
@@ -446,6 +472,7 @@ impl ToolBuilder {
                 present_result: self.present_result,
                 validate_arguments: self.validate_arguments,
                 visibility: self.visibility,
+                describe: self.describe,
             }),
         })
     }

@@ -204,6 +204,14 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
         Output (logs and result) longer than the cap is cut, and the full output is saved to a file the result names.";
     Tool::builder(RUN_CODE)
         .description(description)
+        .describe_with(|base, registry| {
+            match crate::declarations(registry, crate::Layout::Compact) {
+                Ok(d) => format!(
+                    "{base}\n\nThe tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n```ts\n{d}```"
+                ),
+                Err(e) => format!("{base}\n\n(The tools' declarations could not be made: {e}.)"),
+            }
+        })
         .parameters(ParameterSchema::new([
             (
                 "code",

@@ -360,3 +360,41 @@ async fn big_integers_cross_exactly_both_ways() {
     assert_eq!(r[5], true);
     assert_eq!(r[6]["n"].to_string(), "18446744073709551617");
 }
+
+#[tokio::test]
+async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::with_files(dir.path());
+    let describe = |h: &Harness| {
+        h.registry
+            .schemas()
+            .into_iter()
+            .find(|s| s.name == "run_code")
+            .unwrap()
+            .description
+    };
+    let text = describe(&h);
+    assert!(text.starts_with("Run a JavaScript or TypeScript program."), "{text}");
+    let decls = codemode::declarations(&h.registry, codemode::Layout::Compact).unwrap();
+    assert!(text.ends_with(&format!("```ts\n{decls}```")), "{text}");
+    assert!(decls.contains("read_file: { /** File path, relative to the root. */ path: string;"), "{decls}");
+    assert!(!decls.contains("run_code"), "run_code is not a tool programs see: {decls}");
+    // The static description stays short.
+    let tool = h.registry.get("run_code").unwrap();
+    assert!(!tool.description().contains("ToolArgsMap"));
+    // A tool registered later is listed from then on, and gone once unregistered.
+    let handle = h
+        .registry
+        .register(
+            codemode::Tool::builder("late-comer")
+                .description("Arrives late.")
+                .execute(|_a, _e| async { Ok(serde_json::json!(1)) })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(describe(&h).contains("/** Arrives late. */ \"late-comer\""), "{}", describe(&h));
+    assert!(describe(&h).contains("late_comer: ToolMethod<\"late-comer\">"));
+    drop(handle);
+    assert!(!describe(&h).contains("late-comer"));
+}
