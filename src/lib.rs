@@ -43,6 +43,7 @@
 #[doc(hidden)]
 pub mod bench_support;
 mod builtin;
+mod check;
 mod dispatch;
 mod run_code;
 mod sandbox;
@@ -50,6 +51,7 @@ pub mod schema;
 mod value;
 
 pub use builtin::FileTools;
+pub use check::{Diagnostic, DiagnosticKind, TypescriptProgram, check_program, typescript_program};
 pub use codemode_codegen::{Layout, SANDBOX_GLOBALS, ToolDecl};
 pub use dispatch::{
     Agent, AgentDisposed, Approval, Approver, Arguments, Around, BuildError, CallCard, CallId,

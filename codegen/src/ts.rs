@@ -239,7 +239,13 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
         if pretty {
             push_member(&mut args, &arg_doc, &format!("{q}: {arg_ty};"), true);
             push_member(&mut outputs, &out_doc, &format!("{q}: {out_ty};"), true);
-            let signature = format!("(args: ToolArgsMap[{q}]): Promise<ToolOutputMap[{q}]>;");
+            // A call without arguments is a call with `{}`.
+            let opt = if args_optional(&t.input_schema) {
+                "?"
+            } else {
+                ""
+            };
+            let signature = format!("(args{opt}: ToolArgsMap[{q}]): Promise<ToolOutputMap[{q}]>;");
             push_member(
                 &mut methods,
                 t.description.trim(),
@@ -304,7 +310,7 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
         );
         let _ = writeln!(
             out,
-            "type {METHOD}<K extends keyof ToolArgsMap> = (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;"
+            "type {METHOD}<K extends keyof ToolArgsMap> = {{}} extends ToolArgsMap[K] ? (args?: ToolArgsMap[K]) => Promise<ToolOutputMap[K]> : (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;"
         );
         if methods.is_empty() {
             let _ = writeln!(
@@ -320,6 +326,39 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
         out.push_str("declare class ToolCallError extends Error { readonly name: \"ToolCallError\"; readonly toolName: string }\n");
     }
     Ok(out)
+}
+
+/// Whether arguments of `schema` may be left out (a call without arguments is a call with
+/// `{}`): an object schema with no required keys and nothing else that could refuse `{}`.
+fn args_optional(schema: &Value) -> bool {
+    let s = match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(s) => s,
+        _ => return false,
+    };
+    let refusing = [
+        "$ref",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "not",
+        "const",
+        "enum",
+        "minProperties",
+    ];
+    if refusing.iter().any(|k| s.contains_key(*k)) {
+        return false;
+    }
+    let object_type = match s.get("type") {
+        None => true,
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        Some(_) => false,
+    };
+    object_type
+        && s.get("required")
+            .and_then(Value::as_array)
+            .is_none_or(|r| r.is_empty())
 }
 
 /// Refuses tools that would share a member of `tools`, and aliases that are not identifiers.

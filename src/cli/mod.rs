@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// Run a program (a file, or `-` for standard input) and print its logs and result.
     Run(commands::run::RunCommand),
+    /// Check a program against the tools without running it: syntax, tool names, argument
+    /// objects (`--tsc`: also the TypeScript compiler).
+    Check(commands::check::CheckCommand),
     /// Print the TypeScript declarations of the tools a program sees.
     Types(commands::types::TypesCommand),
     /// List the tools a program sees, with their descriptions.
@@ -54,6 +57,7 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(c) => c.execute().await,
+            Command::Check(c) => c.execute().await,
             Command::Types(c) => c.execute().await,
             Command::Tools(c) => c.execute().await,
         }

@@ -17,7 +17,7 @@ mod output;
 mod pipeline;
 mod post_execute;
 mod pre_execute;
-mod registry;
+pub(crate) mod registry;
 mod tool;
 mod validate;
 

@@ -507,3 +507,52 @@ impl Request {
         self
     }
 }
+
+/// The one of `candidates` closest to `name` (by edit distance, ignoring case), when one
+/// is near enough to be a likely typo.
+pub(crate) fn closest_name<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    let mut best: Option<(usize, &str)> = None;
+    let lower = name.to_lowercase();
+    for t in candidates {
+        let d = edit_distance(&lower, &t.to_lowercase());
+        if d <= (t.len().max(name.len()) / 3).max(2) && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, t));
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+/// The message for a call of `name` when it is not one of `tools`: the closest tool name
+/// when one is near, then the list of tools.
+pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
+    let refs: Vec<&str> = tools.iter().map(String::as_str).collect();
+    let best = closest_name(name, &refs);
+    let list = if tools.is_empty() {
+        "none".to_owned()
+    } else {
+        crate::value::name_list(tools.iter().map(String::as_str), 40)
+    };
+    match best {
+        Some(t) => {
+            format!("unknown tool {name:?}; did you mean {t:?}? Available tools: {list}")
+        }
+        None => format!("unknown tool {name:?}; available tools: {list}"),
+    }
+}
+
+/// Levenshtein distance in chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -35,6 +35,7 @@ use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::report::{CallRecord, CallStatus, ProgramError};
 use super::source::{self, Program};
 use super::{Limits, prelude, reaper, watchdog};
+use crate::dispatch::registry::unknown_tool_message;
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
 use crate::value::{PathSeg, json_size};
 
@@ -1052,44 +1053,6 @@ fn host_call<'js>(
     }
     reply.set("id", id as f64)?;
     Ok(reply.into_value())
-}
-
-/// `unknown tool "x"; did you mean "y"? available tools: a, b`.
-fn unknown_tool_message(name: &str, tools: &[String]) -> String {
-    let mut best: Option<(usize, &str)> = None;
-    for t in tools {
-        let d = edit_distance(&name.to_lowercase(), &t.to_lowercase());
-        if d <= (t.len().max(name.len()) / 3).max(2) && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, t));
-        }
-    }
-    let list = if tools.is_empty() {
-        "none".to_owned()
-    } else {
-        crate::value::name_list(tools.iter().map(String::as_str), 40)
-    };
-    match best {
-        Some((_, t)) => {
-            format!("unknown tool {name:?}; did you mean {t:?}? Available tools: {list}")
-        }
-        None => format!("unknown tool {name:?}; available tools: {list}"),
-    }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

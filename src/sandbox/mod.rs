@@ -13,7 +13,7 @@ mod logs;
 mod prelude;
 mod reaper;
 mod report;
-mod source;
+pub(crate) mod source;
 mod watchdog;
 
 pub use limits::Limits;

@@ -158,6 +158,18 @@ pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
     })
 }
 
+/// The syntax tree of a program for static checks (`codemode check`): the module, the body
+/// it was parsed from (the program without its markdown fences; span `lo` is the byte
+/// offset in it plus 1), and how many lines precede the body in `source`.
+///
+/// # Errors
+/// A [`SourceError`] for a syntax error, positioned in `source`.
+pub(crate) fn parse_for_check(source: &str) -> Result<(Module, &str, u32), SourceError> {
+    let (body, line_offset) = unfence(source);
+    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
+    Ok((module, body, line_offset))
+}
+
 impl SourceError {
     fn shifted(mut self, lines: u32) -> Self {
         if let Some(l) = self.line.as_mut() {
@@ -169,7 +181,7 @@ impl SourceError {
 
 /// Finds the program inside markdown fences. Returns the body and how many lines precede
 /// it in `source`.
-fn unfence(source: &str) -> (&str, u32) {
+pub(crate) fn unfence(source: &str) -> (&str, u32) {
     let is_fence = |line: &str| {
         let t = line.trim_start_matches(' ');
         line.len() - t.len() <= 3 && (t.starts_with("```") || t.starts_with("~~~"))
@@ -224,19 +236,19 @@ fn line_col(text: &str, offset: usize) -> (u32, u32) {
 }
 
 /// Where each line starts, for many line/column look-ups in one text.
-struct LineIndex {
+pub(crate) struct LineIndex {
     starts: Vec<usize>,
 }
 
 impl LineIndex {
-    fn new(text: &str) -> Self {
+    pub(crate) fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         LineIndex { starts }
     }
 
     /// 0-based line and char column of byte `offset`.
-    fn line_col(&self, text: &str, offset: usize) -> (u32, u32) {
+    pub(crate) fn line_col(&self, text: &str, offset: usize) -> (u32, u32) {
         let offset = offset.min(text.len());
         let line = self.starts.partition_point(|&s| s <= offset) - 1;
         let start = self.starts[line];

@@ -15,7 +15,7 @@ mod import;
 mod node;
 mod parse;
 mod pattern;
-mod validate;
+pub(crate) mod validate;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -237,6 +237,16 @@ impl ParameterSchema {
             checker.node(n, &format!("parameters.allOf[{i}]"))?;
         }
         checker.defs("parameters")
+    }
+
+    /// The root object: its properties and whether it takes other keys.
+    pub(crate) fn root_spec(&self) -> &ObjectSpec {
+        &self.root
+    }
+
+    /// The named definitions references point to.
+    pub(crate) fn defs(&self) -> &IndexMap<String, Node> {
+        &self.defs
     }
 
     /// Validates arguments; the root path in messages is `args`.

@@ -2,6 +2,7 @@
 
 mod builtin;
 mod cap;
+mod check;
 mod cli;
 mod declarations;
 mod dispatch;

@@ -374,11 +374,20 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
             .description
     };
     let text = describe(&h);
-    assert!(text.starts_with("Run a JavaScript or TypeScript program."), "{text}");
+    assert!(
+        text.starts_with("Run a JavaScript or TypeScript program."),
+        "{text}"
+    );
     let decls = codemode::declarations(&h.registry, codemode::Layout::Compact).unwrap();
     assert!(text.ends_with(&format!("```ts\n{decls}```")), "{text}");
-    assert!(decls.contains("read_file: { /** File path, relative to the root. */ path: string;"), "{decls}");
-    assert!(!decls.contains("run_code"), "run_code is not a tool programs see: {decls}");
+    assert!(
+        decls.contains("read_file: { /** File path, relative to the root. */ path: string;"),
+        "{decls}"
+    );
+    assert!(
+        !decls.contains("run_code"),
+        "run_code is not a tool programs see: {decls}"
+    );
     // The static description stays short.
     let tool = h.registry.get("run_code").unwrap();
     assert!(!tool.description().contains("ToolArgsMap"));
@@ -393,7 +402,11 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
                 .unwrap(),
         )
         .unwrap();
-    assert!(describe(&h).contains("/** Arrives late. */ \"late-comer\""), "{}", describe(&h));
+    assert!(
+        describe(&h).contains("/** Arrives late. */ \"late-comer\""),
+        "{}",
+        describe(&h)
+    );
     assert!(describe(&h).contains("late_comer: ToolMethod<\"late-comer\">"));
     drop(handle);
     assert!(!describe(&h).contains("late-comer"));

@@ -1,5 +1,6 @@
 //! One file per subcommand, each with a `*Command` that has `execute()`.
 
+pub(crate) mod check;
 pub(crate) mod run;
 pub(crate) mod tools;
 pub(crate) mod types;

@@ -37,6 +37,20 @@ pub(crate) struct RunCommand {
     spill_dir: Option<PathBuf>,
 }
 
+/// The text of a program: the file `program`, or standard input for `-`.
+pub(crate) fn read_program(program: &str) -> Result<String, SetupError> {
+    if program == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| SetupError(format!("reading the program from standard input: {e}")))?;
+        Ok(s)
+    } else {
+        let path = PathBuf::from(program);
+        std::fs::read_to_string(&path).map_err(|e| SetupError(format!("{}: {e}", path.display())))
+    }
+}
+
 /// Parses `64MiB`, `512k`, `1G`, `1048576`.
 pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
@@ -68,17 +82,7 @@ pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
 
 impl RunCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
-        let code = if self.program == "-" {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| SetupError(format!("reading the program from standard input: {e}")))?;
-            s
-        } else {
-            let path = PathBuf::from(&self.program);
-            std::fs::read_to_string(&path)
-                .map_err(|e| SetupError(format!("{}: {e}", path.display())))?
-        };
+        let code = read_program(&self.program)?;
         let tools = self.tools.load()?;
         let limits = Limits::default()
             .timeout(Duration::from_millis(self.timeout))

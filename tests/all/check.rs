@@ -1,0 +1,208 @@
+//! `codemode check` and `check_program` (issue 7): static diagnostics with positions, and
+//! the real compiler with `--tsc`.
+
+use std::process::Command;
+
+use codemode::schema::{Node, ParameterSchema};
+use codemode::{DiagnosticKind, FileTools, Registry, Tool, check_program};
+use serde_json::json;
+
+use crate::support::node_modules;
+
+/// The file tools, and `order` with a closed nested object and an enum.
+fn registry() -> (Registry, Vec<codemode::ToolHandle>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::new();
+    let mut handles = FileTools::new(dir.path())
+        .unwrap()
+        .register(&registry)
+        .unwrap();
+    let order = Tool::builder("place-order")
+        .parameters(ParameterSchema::new([
+            (
+                "item",
+                Node::object([
+                    ("sku", Node::string().required()),
+                    ("count", Node::integer().minimum(1)),
+                ])
+                .additional_properties(false)
+                .required(),
+            ),
+            ("speed", Node::string().string_enum(["normal", "express"])),
+        ]))
+        .execute(|_a, _e| async { Ok(json!("ok")) })
+        .build()
+        .unwrap();
+    handles.push(registry.register(order).unwrap());
+    (registry, handles, dir)
+}
+
+fn found(source: &str) -> Vec<(u32, u32, DiagnosticKind, String)> {
+    let (registry, _h, _d) = registry();
+    check_program(source, &registry)
+        .into_iter()
+        .map(|d| (d.line, d.column, d.kind, d.message))
+        .collect()
+}
+
+#[test]
+fn a_clean_program_has_no_diagnostics() {
+    let source = "const f = await tools.read_file({path: 'a', limit: 3});\n\
+                  const p = 'x';\n\
+                  await tools.read_file({path: p, ...{}});\n\
+                  await tools.place_order({item: {sku: 'A-1', count: 2}, speed: 'express'});\n\
+                  await tools['place-order']({item: {sku: 'B'}, extra_root_key: 1});\n\
+                  await tools.list_dir();\n\
+                  return f.content;";
+    assert_eq!(found(source), []);
+}
+
+#[test]
+fn every_kind_is_reported_with_its_position() {
+    let source = "await tools.read_file({ path: 42 });\n\
+                  await tools.reed_file({ path: 'a' });\n\
+                  await tools.read_file({ offset: 1 });\n\
+                  await tools.place_order({ item: { sku: 'A', cuont: 2 } });\n\
+                  await tools.place_order({ item: { count: 0, sku: 'A' }, speed: 'slow' });\n\
+                  await tools.read_file();\n";
+    let d = found(source);
+    let want: Vec<(u32, u32, DiagnosticKind, &str)> = vec![
+        (
+            1,
+            31,
+            DiagnosticKind::WrongValue,
+            "args.path: expected string, got number",
+        ),
+        (
+            2,
+            13,
+            DiagnosticKind::UnknownTool,
+            "unknown tool \"reed_file\"; did you mean \"read_file\"? Available tools: read_file, list_dir, glob, grep, place-order",
+        ),
+        (
+            3,
+            23,
+            DiagnosticKind::MissingKey,
+            "args: missing required key \"path\"",
+        ),
+        (
+            4,
+            45,
+            DiagnosticKind::UnknownKey,
+            "args.item: unknown key \"cuont\"; did you mean \"count\"? The object takes keys \"sku\", \"count\".",
+        ),
+        (
+            5,
+            42,
+            DiagnosticKind::WrongValue,
+            "args.item.count: expected a number >= 1, got 0",
+        ),
+        (
+            5,
+            64,
+            DiagnosticKind::WrongValue,
+            "args.speed: expected one of \"normal\", \"express\", got \"slow\"",
+        ),
+        (
+            6,
+            23,
+            DiagnosticKind::MissingKey,
+            "tools.read_file needs an arguments object with key \"path\"",
+        ),
+    ];
+    let got: Vec<(u32, u32, DiagnosticKind, &str)> = d
+        .iter()
+        .map(|(l, c, k, m)| (*l, *c, *k, m.as_str()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn syntax_errors_and_fenced_programs_keep_their_positions() {
+    let d = found("const x = ;\n");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].0, d[0].1, d[0].2), (1, 11, DiagnosticKind::Syntax));
+    assert!(d[0].3.starts_with("SyntaxError: "), "{}", d[0].3);
+    let d = found("Here is the program:\n\n```ts\nawait tools.read_file({ path: true });\n```\n");
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].0, d[0].1), (4, 31));
+    let d = found("enum E { A }\n");
+    assert_eq!(d[0].2, DiagnosticKind::Syntax);
+}
+
+#[test]
+fn a_program_with_its_own_tools_binding_is_not_guessed_at() {
+    assert_eq!(found("const tools = { x() {} };\ntools.x();"), []);
+}
+
+fn codemode(args: &[&str], path_env: Option<&str>) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    cmd.args(args);
+    if let Some(p) = path_env {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_exits_0_when_clean_and_1_with_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.ts");
+    std::fs::write(
+        &good,
+        "const f = await tools.read_file({path: 'x'});\nreturn f.total_lines;\n",
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.ts");
+    std::fs::write(&bad, "await tools.reed_file({path: 'x'});\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, out, _) = codemode(&["check", good.to_str().unwrap(), "--root", root], None);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, out, _) = codemode(&["check", bad.to_str().unwrap(), "--root", root], None);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!(
+            "{}:1:13: unknown tool \"reed_file\"; did you mean \"read_file\"?",
+            bad.display()
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("p.ts");
+    std::fs::write(
+        &program,
+        "const f = await tools.read_file({path: 'x'});\nconst n: number = f.content;\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let p = program.to_str().unwrap();
+    // No tsc anywhere: the static check runs and the CLI says tsc is missing.
+    let (code, out, err) = codemode(&["check", p, "--root", root, "--tsc"], Some("/nonexistent"));
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains("the TypeScript compiler (tsc) is not installed"),
+        "{err}"
+    );
+    // With the pinned compiler on PATH, its diagnostic comes back at the program's position.
+    let bin = node_modules().join(".bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (code, out, err) = codemode(&["check", p, "--root", root, "--tsc"], Some(&path));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!("{p}:2:7: TS2322: Type 'string' is not assignable to type 'number'.\n")
+    );
+}

@@ -1,0 +1,2 @@
+// expect: TS2554 2:13
+await tools.read_file();
