@@ -194,6 +194,7 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
     );
     // With the pinned compiler on PATH, its diagnostic comes back at the program's position.
     let bin = node_modules().join(".bin");
+    let _heavy = crate::support::heavy();
     let path = format!(
         "{}:{}",
         bin.display(),
