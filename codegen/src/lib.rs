@@ -14,8 +14,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod rust;
 mod ts;
 
+pub use rust::rust_types;
 pub use ts::{
     DeclarationError, HEADER, Layout, SANDBOX_GLOBALS, ToolDecl, declarations, declarations_with,
     is_identifier,

@@ -193,3 +193,34 @@ fn programs_type_check_or_fail_with_the_expected_diagnostic() {
         assert!(!diagnostics.contains("tools.d.ts("), "{diagnostics}");
     }
 }
+
+/// `tests/fixtures/builtin.json`: the built-in tools' schemas in the fixture format, for
+/// the Rust-types crate's build script (which cannot build the runtime). Kept current here;
+/// `CODEMODE_UPDATE_EXPECT=1` rewrites it.
+#[test]
+fn the_builtin_fixture_matches_the_builtin_tools() {
+    let tools: Vec<Value> = builtin()
+        .into_iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": t.input_schema,
+                "outputSchema": t.output_schema,
+            })
+        })
+        .collect();
+    let text =
+        serde_json::to_string_pretty(&serde_json::json!({"server": "builtin", "tools": tools}))
+            .unwrap()
+            + "\n";
+    let path = root().join("tests/fixtures/builtin.json");
+    if std::env::var_os("CODEMODE_UPDATE_EXPECT").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap_or_default(),
+        text,
+        "tests/fixtures/builtin.json is stale: run with CODEMODE_UPDATE_EXPECT=1"
+    );
+}
