@@ -45,6 +45,7 @@ pub mod bench_support;
 mod builtin;
 mod check;
 mod dispatch;
+pub mod manifest;
 mod run_code;
 mod sandbox;
 pub mod schema;

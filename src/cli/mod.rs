@@ -31,6 +31,16 @@ enum Command {
     Tools(commands::tools::ToolsCommand),
 }
 
+/// Writes `text` to standard output. A reader that went away (`codemode run … | head`)
+/// is not an error of ours: the rest of the output is dropped quietly.
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
 /// A failure before the work could start: exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -797,6 +797,7 @@ pub(crate) fn program_error(
     let mut message = message.unwrap_or_default();
     if name == "ToolCallError"
         && let Some(tool) = get("toolName")
+        && !message.starts_with(&format!("{tool}: "))
     {
         message = format!("{tool}: {message}");
     }

@@ -138,24 +138,13 @@ fn types_prints_the_compact_layout_the_globals_or_rust_types() {
 #[test]
 fn the_readme_example_runs_on_this_repository() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = codemode()
-        .args([
-            "run",
-            "examples/largest_rust_files.ts",
-            "--root",
-            ".",
-            "--json",
-        ])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::codemode_in_repo(&[
+        "run",
+        "examples/largest_rust_files.ts",
+        "--root",
+        ".",
+        "--json",
+    ]);
     let files = v["result"].as_array().unwrap();
     assert_eq!(files.len(), 5);
     // the same numbers the file system gives

@@ -8,6 +8,7 @@ mod declarations;
 mod dispatch;
 mod hostile;
 mod import;
+mod manifest;
 mod oracle;
 mod pipeline;
 mod readme;

@@ -164,6 +164,24 @@ pub fn tsc(files: &[(&str, &str)]) -> (bool, String) {
     )
 }
 
+/// Runs the built `codemode` with `args` from this repository's root, as the README does;
+/// the command must exit 0 and print JSON (pass `--json`), which is returned.
+pub fn codemode_in_repo(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
 /// Held by tests that load both cores for seconds (the TypeScript compiler) and by the
 /// tests that time programs against their deadline, so the ones do not skew the others.
 pub fn heavy() -> std::sync::MutexGuard<'static, ()> {

@@ -35,7 +35,7 @@ impl CheckCommand {
         };
         let diagnostics = check_program(&source, &tools.registry);
         for d in &diagnostics {
-            println!("{shown}:{}:{}: {}", d.line, d.column, d.message);
+            crate::cli::out(&format!("{shown}:{}:{}: {}\n", d.line, d.column, d.message));
         }
         let mut failed = !diagnostics.is_empty();
         if self.tsc {
@@ -51,7 +51,7 @@ impl CheckCommand {
                     let found = run_tsc(&tsc, &decls, &source, shown)?;
                     failed |= !found.is_empty();
                     for line in found {
-                        println!("{line}");
+                        crate::cli::out(&format!("{line}\n"));
                     }
                 }
             }

@@ -114,12 +114,12 @@ impl RunCommand {
             Err(e) => return Err(SetupError(e.message().to_owned())),
         };
         if self.json {
-            println!(
-                "{}",
+            crate::cli::out(&format!(
+                "{}\n",
                 serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
+            ));
         } else {
-            println!("{}", render_text(&value));
+            crate::cli::out(&format!("{}\n", render_text(&value)));
         }
         let ok = value.get("status").and_then(Value::as_str) == Some("ok");
         Ok(if ok {

@@ -21,10 +21,10 @@ impl ToolsCommand {
         let tools = self.tools.load()?;
         if self.json {
             let schemas = tools.registry.schemas();
-            println!(
-                "{}",
+            crate::cli::out(&format!(
+                "{}\n",
                 serde_json::to_string_pretty(&schemas).unwrap_or_default()
-            );
+            ));
         } else {
             for t in tools.registry.sandbox_tools() {
                 let alias = codemode::tool_alias(t.name());
@@ -33,7 +33,7 @@ impl ToolsCommand {
                 } else {
                     String::new()
                 };
-                println!("{}{alias}\t{}", t.name(), t.description());
+                crate::cli::out(&format!("{}{alias}\t{}\n", t.name(), t.description()));
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -36,7 +36,7 @@ impl TypesCommand {
             std::panic::set_hook(Box::new(|_| {}));
             let text = codemode_codegen::rust_types(&codemode::tool_decls(&tools.registry));
             let _ = std::panic::take_hook();
-            print!("{text}");
+            crate::cli::out(&text);
             return Ok(ExitCode::SUCCESS);
         }
         let layout = if self.compact {
@@ -46,9 +46,9 @@ impl TypesCommand {
         };
         let text = codemode::declarations(&tools.registry, layout)
             .map_err(|e| SetupError(e.to_string()))?;
-        print!("{text}");
+        crate::cli::out(&text);
         if self.globals {
-            print!("{SANDBOX_GLOBALS}");
+            crate::cli::out(SANDBOX_GLOBALS);
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -1,0 +1,4 @@
+#!/bin/sh
+# Dies by SIGSEGV.
+cat > /dev/null
+kill -SEGV $$
