@@ -13,6 +13,11 @@ fn tools_dir() -> PathBuf {
 
 /// Runs `program` with the test manifest; returns the exit code and the canonical value.
 fn run(program: &str, extra_env: &[(&str, &str)]) -> (i32, Value) {
+    run_with(program, extra_env, &[])
+}
+
+/// [`run`] with more options for `codemode run`.
+fn run_with(program: &str, extra_env: &[(&str, &str)], options: &[&str]) -> (i32, Value) {
     // Starting Python processes loads both cores; kept apart from the deadline checks.
     let _heavy = crate::support::heavy();
     let dir = tempfile::tempdir().unwrap();
@@ -22,7 +27,8 @@ fn run(program: &str, extra_env: &[(&str, &str)]) -> (i32, Value) {
     cmd.args(["run", file.to_str().unwrap(), "--json", "--root"])
         .arg(dir.path())
         .arg("--tools")
-        .arg(tools_dir().join("manifest.json"));
+        .arg(tools_dir().join("manifest.json"))
+        .args(options);
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
@@ -184,6 +190,30 @@ fn promise_all_runs_the_commands_at_the_same_time() {
     let (code, v) = run(program, &[]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["result"], true, "the four calls overlapped in time");
+
+    // Bounded by `--max-in-flight`: never more than two processes at once.
+    let program =
+        "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({ ms: 300 })));
+        return runs.map((r) => runs.filter((o) => o.start <= r.start && r.start < o.end).length);";
+    let (code, v) = run_with(program, &[], &["--max-in-flight", "2"]);
+    assert_eq!(code, 0, "{v:#}");
+    let overlaps: Vec<u64> = v["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(overlaps.iter().max(), Some(&2), "{overlaps:?}");
+
+    // And `--max-tool-calls` bounds the total.
+    let program = "await tools.echo({ text: 'a' });
+        try { await tools.echo({ text: 'b' }); } catch (e) { return e.message; }";
+    let (code, v) = run_with(program, &[], &["--max-tool-calls", "1"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        v["result"],
+        "this run reached its limit of 1 tool calls; no more calls can start"
+    );
 }
 
 /// Writes `manifest` to a fresh folder and runs `codemode tools --tools` on it.

@@ -28,6 +28,12 @@ pub(crate) struct RunCommand {
     /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     memory: usize,
+    /// Tool calls that may run at once; the rest wait their turn.
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    max_in_flight: u32,
+    /// Tool calls one run may make; past it a call fails with a clear error.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_tool_calls: u32,
     /// Characters of output (logs and result) shown before the rest is cut and spilled.
     #[arg(long, value_name = "CHARS", default_value_t = 20_000)]
     output_cap: usize,
@@ -86,7 +92,9 @@ impl RunCommand {
         let tools = self.tools.load()?;
         let limits = Limits::default()
             .timeout(Duration::from_millis(self.timeout))
-            .memory(self.memory);
+            .memory(self.memory)
+            .max_in_flight(self.max_in_flight as usize)
+            .max_tool_calls(self.max_tool_calls as usize);
         let root = self
             .tools
             .root
