@@ -26,7 +26,7 @@ use swc_ecma_visit::{Visit, VisitWith};
 
 use crate::dispatch::Registry;
 use crate::dispatch::registry::{closest_name, unknown_tool_message};
-use crate::sandbox::source::{LineIndex, parse_for_check, prepare};
+use crate::sandbox::source::{LineIndex, parse_for_check, prepare_here};
 use crate::schema::validate::Validator;
 use crate::schema::{Additional, Node, NodeKind, ObjectSpec, ParameterSchema};
 use crate::value::PathSeg;
@@ -69,15 +69,22 @@ impl fmt::Display for Diagnostic {
 /// Checks `source` (a `run_code` program) against the tools a program in `registry` sees.
 /// Returns the diagnostics in source order; empty when nothing was found.
 pub fn check_program(source: &str, registry: &Registry) -> Vec<Diagnostic> {
-    let syntax = |e: crate::sandbox::source::SourceError| {
-        vec![Diagnostic {
-            line: e.line.unwrap_or(1),
-            column: e.column.unwrap_or(1),
-            kind: DiagnosticKind::Syntax,
-            message: format!("{}: {}", e.name, e.message),
-        }]
-    };
-    if let Err(e) = prepare(source) {
+    crate::sandbox::source::with_parse_stack(source.len(), || check_here(source, registry))
+        .unwrap_or_else(syntax)
+}
+
+/// The one diagnostic of a program that cannot be parsed.
+fn syntax(e: crate::sandbox::source::SourceError) -> Vec<Diagnostic> {
+    vec![Diagnostic {
+        line: e.line.unwrap_or(1),
+        column: e.column.unwrap_or(1),
+        kind: DiagnosticKind::Syntax,
+        message: format!("{}: {}", e.name, e.message),
+    }]
+}
+
+fn check_here(source: &str, registry: &Registry) -> Vec<Diagnostic> {
+    if let Err(e) = prepare_here(source) {
         return syntax(e);
     }
     let (module, body, line_offset) = match parse_for_check(source) {

@@ -99,6 +99,63 @@ impl PositionMap {
 /// TypeScript `enum` or `namespace`), or a program that only declares functions and calls
 /// none.
 pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
+    with_parse_stack(source.len(), || prepare_here(source))?
+}
+
+/// Programs up to this many bytes are parsed on the caller's stack (at most
+/// [`STACK_PER_BYTE`] × 512 = 2 MiB of it, which every thread has).
+const INLINE_PARSE_BYTES: usize = 512;
+
+/// Stack the parser, the type stripper and the syntax tree's drop may need per byte of
+/// program text: each nesting level takes at least one byte and, for the deepest
+/// constructs measured (`[[[…`, `- - -…`, `a ? b : a ? …`), under 2 KiB of stack.
+const STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
+    16 << 10
+} else {
+    4 << 10
+};
+
+/// Runs `f` (which parses a program of `len` bytes, works on its syntax tree and drops it)
+/// where its recursion cannot overflow the stack: inline for small programs, else on a
+/// thread whose stack is sized for the worst nesting `len` bytes can hold. Only the pages
+/// the parse touches are ever resident.
+///
+/// # Errors
+/// A `LimitError` when no such thread can be started, an `InternalError` when the parse
+/// panicked.
+pub(crate) fn with_parse_stack<R: Send>(
+    len: usize,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R, SourceError> {
+    if len <= INLINE_PARSE_BYTES {
+        return Ok(f());
+    }
+    let stack = len.saturating_mul(STACK_PER_BYTE).saturating_add(1 << 20);
+    std::thread::scope(|scope| {
+        let parser = std::thread::Builder::new()
+            .name("codemode-parse".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, f)
+            .map_err(|e| SourceError {
+                name: "LimitError",
+                message: format!(
+                    "the program ({len} bytes) is too large to parse: no stack of {} MiB for it ({e})",
+                    stack >> 20
+                ),
+                line: None,
+                column: None,
+            })?;
+        parser.join().map_err(|_| SourceError {
+            name: "InternalError",
+            message: "the parser failed on this program".into(),
+            line: None,
+            column: None,
+        })
+    })
+}
+
+/// [`prepare`] on this thread's stack: for callers already inside [`with_parse_stack`].
+pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     let (body, line_offset) = unfence(source);
     let mut map = PositionMap {
         line_offset,
@@ -238,13 +295,24 @@ fn line_col(text: &str, offset: usize) -> (u32, u32) {
 /// Where each line starts, for many line/column look-ups in one text.
 pub(crate) struct LineIndex {
     starts: Vec<usize>,
+    /// Whether each line is ASCII (then a column is a byte difference, so a look-up costs
+    /// no scan of the line: one long line with many look-ups stays linear).
+    ascii: Vec<bool>,
 }
 
 impl LineIndex {
     pub(crate) fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { starts }
+        let ascii = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                let end = starts.get(i + 1).copied().unwrap_or(text.len());
+                text.as_bytes()[start..end].is_ascii()
+            })
+            .collect();
+        LineIndex { starts, ascii }
     }
 
     /// 0-based line and char column of byte `offset`.
@@ -252,7 +320,11 @@ impl LineIndex {
         let offset = offset.min(text.len());
         let line = self.starts.partition_point(|&s| s <= offset) - 1;
         let start = self.starts[line];
-        let col = text.get(start..offset).map_or(0, |t| t.chars().count());
+        let col = if self.ascii[line] {
+            offset - start
+        } else {
+            text.get(start..offset).map_or(0, |t| t.chars().count())
+        };
         (line as u32, col as u32)
     }
 }
@@ -477,7 +549,15 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
     for (n, (at, arg_lo, arg_hi)) in finder.spans.into_iter().enumerate() {
         let (line, col) = lines.line_col(body, off(at));
         let written = &body[off(arg_lo).min(body.len())..off(arg_hi).min(body.len())];
-        let mut text: String = written.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Only the start is shown: nested awaits must not make this quadratic.
+        let mut cut = written.len().min(240);
+        while !written.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut text: String = written[..cut]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         if text.chars().count() > 60 {
             text = text.chars().take(57).collect::<String>() + "…";
         }

@@ -207,3 +207,22 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
         format!("{p}:2:7: TS2322: Type 'string' is not assignable to type 'number'.\n")
     );
 }
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    let (registry, _handles, _dir) = registry();
+    let brackets = format!("return {}{}", "[".repeat(20_000), "]".repeat(20_000));
+    assert_eq!(check_program(&brackets, &registry), []);
+    let awaits = format!("return {}1", "await ".repeat(20_000));
+    assert_eq!(check_program(&awaits, &registry), []);
+    // A deep program that calls an unknown tool still gets its diagnostic.
+    let deep_call = format!(
+        "return {}tools.nope({{}}){}",
+        "(".repeat(5_000),
+        ")".repeat(5_000)
+    );
+    let found = check_program(&deep_call, &registry);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].kind, DiagnosticKind::UnknownTool);
+    assert_eq!((found[0].line, found[0].column), (1, 5_014));
+}
