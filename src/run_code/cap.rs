@@ -574,12 +574,18 @@ pub(crate) fn shrink_json(v: &Value, budget: usize) -> Option<Value> {
             break;
         }
     }
-    // Nothing structural fits: a string saying what the value was, cut to the budget.
+    // Nothing structural fits: a string saying what the value was, cut to the budget but
+    // never below [`MIN_STRING`] characters (a cap too small for it is exceeded rather than
+    // the result replaced by an empty string); a number is kept whole.
+    let room = budget.saturating_sub(2).max(MIN_STRING);
     let text = match v {
-        Value::String(s) => shrink_string(s, budget.saturating_sub(2)),
-        other => summary(other).unwrap_or_default(),
+        Value::String(s) => shrink_string(s, room),
+        other => match summary(other) {
+            Some(text) => text,
+            None => return Some(v.clone()),
+        },
     };
-    let end = head_end(&text, budget.saturating_sub(2));
+    let end = head_end(&text, room);
     Some(Value::String(text[..end].to_owned()))
 }
 

@@ -225,7 +225,7 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                 "timeout_ms",
                 Node::integer()
                     .minimum(1)
-                    .maximum(config.max_timeout.as_millis() as u64)
+                    .maximum(config.max_timeout.as_millis().max(1) as u64)
                     .describe("Wall-clock limit for the whole run, in milliseconds."),
             ),
         ]))

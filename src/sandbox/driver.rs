@@ -187,7 +187,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
     let flags = Arc::new(RunFlags::new(deadline));
     let _watch = watchdog::watch(&flags, deadline);
     let runtime = match AsyncRuntime::new_with_alloc(LimitedAllocator::new(
-        request.limits.memory,
+        request.limits.memory.max(super::limits::MIN_MEMORY),
         flags.clone(),
     )) {
         Ok(rt) => rt,

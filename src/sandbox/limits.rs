@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+/// The smallest memory limit: 1 MiB, what the engine and the prelude need to start. A
+/// smaller [`Limits::memory`] is raised to it.
+pub const MIN_MEMORY: usize = 1 << 20;
+
 /// The limits of one program run. Every limit ends the run (or the one call) with a clear
 /// error; none can crash or hang the host.
 ///
@@ -10,7 +14,7 @@ use std::time::Duration;
 /// | field | default | unit |
 /// | --- | --- | --- |
 /// | `timeout` | 30 000 | milliseconds of wall-clock time for the whole run |
-/// | `memory` | 64 MiB | bytes the engine may hold (fatal even if the program catches it) |
+/// | `memory` | 64 MiB | bytes the engine may hold (fatal even if the program catches it); at least [`MIN_MEMORY`] |
 /// | `stack` | 512 KiB | bytes of engine stack (a catchable `RangeError` past it) |
 /// | `max_source_bytes` | 1 MiB | bytes of program text |
 /// | `max_tool_calls` | 10 000 | tool calls in one run |
@@ -77,9 +81,9 @@ impl Limits {
         self
     }
 
-    /// Sets the memory limit in bytes.
+    /// Sets the memory limit in bytes; below [`MIN_MEMORY`] it is raised to it.
     pub fn memory(mut self, bytes: usize) -> Self {
-        self.memory = bytes;
+        self.memory = bytes.max(MIN_MEMORY);
         self
     }
 

@@ -16,7 +16,7 @@ mod report;
 pub(crate) mod source;
 mod watchdog;
 
-pub use limits::Limits;
+pub use limits::{Limits, MIN_MEMORY};
 pub use logs::{LogEntry, LogLevel};
 pub use report::{CallRecord, CallStatus, ProgramError};
 

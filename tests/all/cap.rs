@@ -394,3 +394,23 @@ async fn limits_default_to_a_documented_disk_limit() {
     assert!(spill.dir.ends_with("codemode/spill"));
     assert_eq!((spill.max_files, spill.max_bytes), (100, 512 << 20));
 }
+
+#[tokio::test]
+async fn a_cap_too_small_for_the_notice_summarises_and_never_invents_a_value() {
+    // The spill notice alone takes the whole cap: the result is summarised past the cap
+    // rather than shown as an empty string the program never returned.
+    let (h, _cell) = capped(50, true);
+    let v = h
+        .run("return {a: 1, b: 'x'.repeat(1000), c: [...Array(100).keys()]}")
+        .await;
+    assert_eq!(v["result"], "{… 3 keys}");
+    assert!(v["spill"]["path"].is_string(), "{v:#}");
+    let v = h.run("return 'y'.repeat(1000)").await;
+    assert_eq!(
+        v["result"],
+        "yyyyyyyyyy[… 981 characters dropped …]yyyyyyyyy"
+    );
+    let (h, _cell) = capped(5, true);
+    let v = h.run("return 12345678").await;
+    assert_eq!(v["result"], 12345678);
+}

@@ -57,6 +57,21 @@ fn run_exits_1_when_the_program_fails_and_2_on_usage_errors() {
     let (code, _, err) = run_stdin(&["run", "-", "--memory", "lots"], "1");
     assert_eq!(code, 2);
     assert!(err.contains("not a size"), "{err}");
+    // Limits the engine cannot run under are usage errors, not crashes.
+    for (flag, value, says) in [
+        (
+            "--memory",
+            "1k",
+            "too small: the engine needs at least 1MiB",
+        ),
+        ("--memory", "0", "too small"),
+        ("--timeout", "0", "0 is not in 1.."),
+        ("--max-in-flight", "0", "0 is not in 1.."),
+    ] {
+        let (code, _, err) = run_stdin(&["run", "-", flag, value], "1");
+        assert_eq!(code, 2, "{flag} {value}: {err}");
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
 }
 
 #[test]

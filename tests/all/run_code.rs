@@ -411,3 +411,17 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
     drop(handle);
     assert!(!describe(&h).contains("late-comer"));
 }
+
+#[tokio::test]
+async fn limits_too_small_to_run_are_raised_not_crashes() {
+    // A memory limit below what the engine needs is raised to MIN_MEMORY.
+    let limits = codemode::Limits::default().memory(1_000);
+    assert_eq!(limits.memory, codemode::MIN_MEMORY);
+    let h = Harness::new(limits);
+    assert_eq!(h.ok("return 1").await, 1);
+    // A zero max_timeout still builds run_code (its timeout_ms then takes only 1).
+    let h = Harness::with_config(
+        codemode::RunCodeConfig::default().max_timeout(std::time::Duration::ZERO),
+    );
+    assert_eq!(h.ok("return 2").await, 2);
+}

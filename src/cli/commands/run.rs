@@ -21,12 +21,12 @@ pub(crate) struct RunCommand {
     /// Print the canonical JSON value of the run instead of the model-facing text.
     #[arg(long)]
     json: bool,
-    /// Wall-clock limit for the whole run, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    /// Wall-clock limit for the whole run, in milliseconds (at least 1).
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     /// Memory limit of the engine, in bytes; suffixes k, M, G (powers of 1000) and KiB,
-    /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`; at least 1MiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory, default_value = "64MiB")]
     memory: usize,
     /// Tool calls that may run at once; the rest wait their turn.
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
@@ -55,6 +55,18 @@ pub(crate) fn read_program(program: &str) -> Result<String, SetupError> {
         let path = PathBuf::from(program);
         std::fs::read_to_string(&path).map_err(|e| SetupError(format!("{}: {e}", path.display())))
     }
+}
+
+/// Parses a memory limit: a size of at least [`codemode::MIN_MEMORY`] bytes.
+fn parse_memory(text: &str) -> Result<usize, String> {
+    let bytes = parse_size(text)?;
+    if bytes < codemode::MIN_MEMORY {
+        return Err(format!(
+            "{text:?} is too small: the engine needs at least 1MiB ({} bytes)",
+            codemode::MIN_MEMORY
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Parses `64MiB`, `512k`, `1G`, `1048576`.
