@@ -1,6 +1,6 @@
 //! `read_file`: the text of a file, or a range of its lines.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -91,8 +91,8 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
                     .unwrap_or(1)
                     .max(1);
                 let limit = args.get("limit").and_then(|v| v.as_u64());
-                blocking(exec.signal(), move |_token| {
-                    read(&root, &path, offset, limit)
+                blocking(exec.signal(), move |token| {
+                    read(&root, &path, offset, limit, &token)
                 })
                 .await
             }
@@ -106,15 +106,23 @@ fn read(
     requested: &str,
     offset: u64,
     limit: Option<u64>,
+    token: &tokio_util::sync::CancellationToken,
 ) -> Result<serde_json::Value, ToolError> {
     let path = root.resolve(requested)?;
-    if path.is_dir() {
+    let meta = std::fs::metadata(&path).map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
+    if meta.is_dir() {
         return Err(ToolError::new(format!(
             "{requested} is a directory; use list_dir"
         )));
     }
-    let file =
-        std::fs::File::open(&path).map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
+    if !meta.is_file() {
+        // A FIFO or a device could block forever or never end.
+        return Err(ToolError::new(format!(
+            "{requested} is not a regular file (a FIFO, socket or device); read_file reads files"
+        )));
+    }
+    let io_error = |e: std::io::Error| ToolError::new(format!("{requested}: {e}"));
+    let file = std::fs::File::open(&path).map_err(io_error)?;
     let mut reader = BufReader::new(file);
     let mut content = String::new();
     let mut line = Vec::new();
@@ -122,29 +130,42 @@ fn read(
     let mut end = offset - 1;
     let last = limit.map(|l| offset.saturating_add(l) - 1);
     loop {
+        if number.is_multiple_of(4096) && token.is_cancelled() {
+            return Err(ToolError::cancelled());
+        }
+        let wanted = number + 1 >= offset && last.is_none_or(|l| number < l);
+        if !wanted {
+            // Lines outside the range are counted, never held.
+            if reader.skip_until(b'\n').map_err(io_error)? == 0 {
+                break;
+            }
+            number += 1;
+            continue;
+        }
+        // At most one byte more than the room left, so one long line cannot fill memory.
         line.clear();
-        let n = reader
+        let room = (MAX_READ_BYTES - content.len()) as u64 + 1;
+        let n = (&mut reader)
+            .take(room)
             .read_until(b'\n', &mut line)
-            .map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
+            .map_err(io_error)?;
         if n == 0 {
             break;
         }
         number += 1;
-        if number >= offset && last.is_none_or(|l| number <= l) {
-            let text = std::str::from_utf8(&line).map_err(|e| {
-                ToolError::new(format!(
-                    "{requested} is not a UTF-8 text file (invalid byte on line {number}, column {})",
-                    e.valid_up_to() + 1
-                ))
-            })?;
-            if content.len() + text.len() > MAX_READ_BYTES {
-                return Err(ToolError::new(format!(
-                    "{requested}: the lines asked for exceed {MAX_READ_BYTES} bytes; read fewer with offset and limit"
-                )));
-            }
-            content.push_str(text);
-            end = number;
+        if content.len() + line.len() > MAX_READ_BYTES {
+            return Err(ToolError::new(format!(
+                "{requested}: the lines asked for exceed {MAX_READ_BYTES} bytes; read fewer with offset and limit"
+            )));
         }
+        let text = std::str::from_utf8(&line).map_err(|e| {
+            ToolError::new(format!(
+                "{requested} is not a UTF-8 text file (invalid byte on line {number}, column {})",
+                e.valid_up_to() + 1
+            ))
+        })?;
+        content.push_str(text);
+        end = number;
     }
     Ok(json!({
         "path": root.relative(&path),

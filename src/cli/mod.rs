@@ -72,6 +72,9 @@ pub(crate) fn main() -> ExitCode {
             Command::Tools(c) => c.execute().await,
         }
     });
+    // The output is printed: a file operation still blocked in the kernel (a cancelled
+    // read of a file that never ends) must not keep the process alive.
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
         Err(SetupError(message)) => {

@@ -36,6 +36,43 @@ async fn read_file_reads_whole_files_and_line_ranges() {
 }
 
 #[tokio::test]
+async fn read_file_refuses_what_is_not_a_file_and_bounds_long_lines() {
+    let dir = tree();
+    let p = dir.path();
+    // A FIFO nobody writes to would block the read forever.
+    let made = std::process::Command::new("mkfifo")
+        .arg(p.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // One line over the 16 MiB a call returns, then a short one.
+    let mut big = "x".repeat((16 << 20) + 1);
+    big.push_str("\nshort\n");
+    std::fs::write(p.join("big.txt"), big).unwrap();
+    let h = Harness::with_files(p);
+    let e = h.err("await tools.read_file({path: 'fifo'})").await;
+    assert_eq!(
+        e["message"],
+        "read_file: fifo is not a regular file (a FIFO, socket or device); read_file reads files"
+    );
+    let e = h.err("await tools.read_file({path: 'src'})").await;
+    assert_eq!(e["message"], "read_file: src is a directory; use list_dir");
+    let e = h.err("await tools.read_file({path: 'big.txt'})").await;
+    assert_eq!(
+        e["message"],
+        "read_file: big.txt: the lines asked for exceed 16777216 bytes; read fewer with offset and limit"
+    );
+    // Lines before the range are skipped without being held.
+    let r = h
+        .ok("await tools.read_file({path: 'big.txt', offset: 2})")
+        .await;
+    assert_eq!(
+        r,
+        json!({"path": "big.txt", "content": "short\n", "start_line": 2, "end_line": 2, "total_lines": 2, "truncated": false})
+    );
+}
+
+#[tokio::test]
 async fn list_dir_glob_and_grep_return_data() {
     let dir = tree();
     let h = Harness::with_files(dir.path());
