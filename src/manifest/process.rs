@@ -6,12 +6,14 @@
 //!   stderr are read at the same time, so a tool that never reads its input, or that
 //!   writes much to stderr first, cannot deadlock the call.
 //! - stdout must be one JSON value (big integers stay exact) of at most
-//!   [`MAX_STDOUT_BYTES`]; exit 0 is success. Any other exit, death by a signal, output
+//!   [`MAX_STDOUT_BYTES`] (past it the group is killed at once); exit 0 is success. Any other exit, death by a signal, output
 //!   that is not JSON (or, in the pipeline, fails the output schema) is a tool error naming
 //!   the tool, with the last [`MAX_STDERR_SHOWN`] bytes of stderr.
 //! - When the command exits, when the tool's timeout passes, when the call's signal is
 //!   cancelled, or when the call is dropped, the whole process group is killed
-//!   (`SIGKILL`): nothing a call started outlives it.
+//!   (`SIGKILL`): nothing a call started in its group outlives it. A process that left the
+//!   group (`setsid`) escapes; holding the output pipes open, it delays the call by
+//!   [`PIPE_GRACE`] at most.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -44,6 +46,10 @@ pub const MAX_STDOUT_BYTES: usize = 64 << 20;
 
 /// How long a killed command is waited for, to reap it.
 const REAP_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How long the output pipes may stay open after the command exited (held by a process
+/// that left its process group) before what was printed so far is taken: 100 ms.
+const PIPE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Bytes of stdout quoted when it is not JSON.
 const STDOUT_SHOWN: usize = 200;
@@ -181,20 +187,21 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
             let _ = pipe.shutdown().await;
         }
     };
-    let read_out = async move {
-        let mut out = Vec::new();
-        let mut over = false;
+    // What the command prints; the readers borrow these and are dropped before they are read.
+    let mut out = Vec::new();
+    let overflow = tokio_util::sync::CancellationToken::new();
+    let read_out = async {
         if let Some(pipe) = stdout {
             drain(pipe, |chunk| {
-                if out.len() + chunk.len() <= MAX_STDOUT_BYTES {
-                    out.extend_from_slice(chunk);
-                } else {
-                    over = true;
+                if out.len() + chunk.len() > MAX_STDOUT_BYTES {
+                    overflow.cancel();
+                    return false;
                 }
+                out.extend_from_slice(chunk);
+                true
             })
             .await;
         }
-        (out, over)
     };
     let err_tail = stderr.clone();
     let read_err = async move {
@@ -203,18 +210,12 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
                 err_tail
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(chunk)
+                    .push(chunk);
+                true
             })
             .await;
         }
     };
-    let finished = async {
-        let (_, status) = tokio::join!(write, child.wait());
-        // The command ended: whatever it started ends with it (and its pipes close).
-        group.kill();
-        status
-    };
-    let all = async { tokio::join!(finished, read_out, read_err) };
     let stderr_suffix = || {
         stderr
             .lock()
@@ -225,14 +226,38 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
         Done(T),
         TimedOut,
         Cancelled,
+        Overflow,
     }
-    let ended = tokio::select! {
-        done = all => Ended::Done(done),
-        () = tokio::time::sleep(def.timeout) => Ended::TimedOut,
-        () = exec.signal().cancelled() => Ended::Cancelled,
+    let ended = {
+        let readers = async { tokio::join!(read_out, read_err) };
+        let finished = async {
+            let (_, status) = tokio::join!(write, child.wait());
+            // The command ended: whatever it started in its group ends with it.
+            group.kill();
+            status
+        };
+        let all = async {
+            tokio::pin!(readers);
+            tokio::pin!(finished);
+            tokio::select! {
+                _ = &mut readers => finished.await,
+                status = &mut finished => {
+                    // Its pipes are closed now, unless a process that left the group holds
+                    // them: take what was printed until it exited.
+                    let _ = tokio::time::timeout(PIPE_GRACE, &mut readers).await;
+                    status
+                }
+            }
+        };
+        tokio::select! {
+            status = all => Ended::Done(status),
+            () = tokio::time::sleep(def.timeout) => Ended::TimedOut,
+            () = exec.signal().cancelled() => Ended::Cancelled,
+            () = overflow.cancelled() => Ended::Overflow,
+        }
     };
-    let (status, (out, over), ()) = match ended {
-        Ended::Done(done) => done,
+    let status = match ended {
+        Ended::Done(status) => status,
         other => {
             // Kill everything the call started, and reap the command itself (briefly: it
             // was sent SIGKILL) so no zombie is left for a host without a reaper.
@@ -247,6 +272,10 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
                         stderr_suffix()
                     ),
                 ),
+                Ended::Overflow => ToolError::new(format!(
+                    "{name}: printed more than {MAX_STDOUT_BYTES} bytes on stdout and was killed{}",
+                    stderr_suffix()
+                )),
                 _ => ToolError::cancelled(),
             });
         }
@@ -257,12 +286,6 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
         return Err(ToolError::new(format!(
             "{name}: {}{}",
             describe_exit(&status),
-            stderr_suffix()
-        )));
-    }
-    if over {
-        return Err(ToolError::new(format!(
-            "{name}: printed more than {MAX_STDOUT_BYTES} bytes on stdout{}",
             stderr_suffix()
         )));
     }
@@ -282,13 +305,17 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
     })
 }
 
-/// Reads `pipe` to its end, handing each chunk to `sink`.
-async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8])) {
+/// Reads `pipe` to its end, handing each chunk to `sink`, which returns whether to go on.
+async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8]) -> bool) {
     let mut buf = vec![0u8; 64 << 10];
     loop {
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => sink(&buf[..n]),
+            Ok(n) => {
+                if !sink(&buf[..n]) {
+                    break;
+                }
+            }
         }
     }
 }

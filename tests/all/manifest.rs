@@ -183,6 +183,37 @@ fn timeouts_cancellation_and_grandchildren_leave_no_process_behind() {
 }
 
 #[test]
+fn a_flood_is_stopped_at_the_limit_and_an_escaped_child_does_not_hold_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    let program = format!(
+        "{CATCH}return {{
+            flood: await attempt(() => tools.flood({{}})),
+            escape: await tools.escape({{ pidfile: {pidfile:?} }}),
+        }}"
+    );
+    let (code, v) = run(&program, &[]);
+    // The escaped child left the process group: only the test can end it.
+    let pid = pid_in(&pidfile);
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    assert_eq!(code, 0, "{v:#}");
+    // Killed at 64 MiB, long before its 20 s timeout.
+    assert_eq!(
+        v["result"]["flood"],
+        "ToolCallError: flood: printed more than 67108864 bytes on stdout and was killed"
+    );
+    // The answer printed before the command exited, though the child still holds stdout.
+    assert_eq!(v["result"]["escape"], json!({"answered": true}));
+    let statuses: Vec<&str> = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["error", "ok"]);
+}
+
+#[test]
 fn promise_all_runs_the_commands_at_the_same_time() {
     let program =
         "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({ ms: 300 })));
@@ -299,7 +330,7 @@ fn manifest_tools_are_ordinary_tools_for_types_and_check() {
         "{text}"
     );
     let loaded = Manifest::load(&manifest).unwrap();
-    assert_eq!(loaded.tools.len(), 13);
+    assert_eq!(loaded.tools.len(), 15);
     assert_eq!(loaded.tools[0].timeout.as_millis(), 30_000);
 }
 
