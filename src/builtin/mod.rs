@@ -39,7 +39,7 @@ impl FileTools {
     /// File tools over `root`.
     ///
     /// # Errors
-    /// When `root` does not exist or cannot be resolved.
+    /// When `root` does not exist, cannot be resolved or is not a folder.
     pub fn new(root: &Path) -> std::io::Result<FileTools> {
         Ok(FileTools {
             root: Arc::new(Root::new(root)?),

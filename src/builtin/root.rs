@@ -16,11 +16,16 @@ pub(crate) struct Root {
 }
 
 impl Root {
-    /// `path` must exist; it is resolved (symlinks followed) once here.
+    /// `path` must be an existing folder; it is resolved (symlinks followed) once here.
     pub(crate) fn new(path: &Path) -> std::io::Result<Root> {
-        Ok(Root {
-            path: path.canonicalize()?,
-        })
+        let path = path.canonicalize()?;
+        if !path.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "not a folder (the root is the folder the file tools may touch)",
+            ));
+        }
+        Ok(Root { path })
     }
 
     pub(crate) fn path(&self) -> &Path {

@@ -32,13 +32,23 @@ enum Command {
 }
 
 /// Writes `text` to standard output. A reader that went away (`codemode run … | head`)
-/// is not an error of ours: the rest of the output is dropped quietly.
+/// is not an error of ours: the rest of the output is dropped quietly. Any other failure
+/// (a full disk) is said on stderr and ends the process with exit status 2: output that
+/// was not written must not look like success.
 pub(crate) fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout
+    match stdout
         .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("codemode: writing the output failed: {e}");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// A failure before the work could start: exit status 2.

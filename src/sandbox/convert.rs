@@ -511,7 +511,9 @@ impl<'a, 'js> ToJson<'a, 'js> {
             let key = match self.keys.get(&atom) {
                 Some(k) => k.clone(),
                 None => {
-                    let k = match atom.to_string() {
+                    // Through a JS string: `Atom::to_string` neither checks UTF-8 (a lone
+                    // surrogate would make an invalid Rust string) nor keeps a NUL.
+                    let k = match atom.to_js_string().and_then(|k| k.to_string()) {
                         Ok(k) => k,
                         Err(rquickjs::Error::Utf8(_)) => {
                             return Err(ConvertError::Invalid(format!(
@@ -686,7 +688,10 @@ impl<'a, 'js> ToJs<'a, 'js> {
         }
         for proto in protos.into_iter().flatten() {
             for key in proto.own_keys::<Atom<'js>>(Filter::new().string()) {
-                let key = key?.to_string().unwrap_or_default();
+                let key = key?
+                    .to_js_string()
+                    .and_then(|k| k.to_string())
+                    .unwrap_or_default();
                 if key.parse::<u32>().is_ok() {
                     safe = false;
                 }

@@ -207,6 +207,13 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
             ..a
         })
         .collect();
+    // The engine takes its source as a C string: a NUL (legal in strings, templates and
+    // comments) is written as the escape that means the same there.
+    let code = if code.contains('\0') {
+        code.replace('\0', "\\x00")
+    } else {
+        code
+    };
     Ok(Program {
         code,
         call_default: plan.call_default,

@@ -67,11 +67,33 @@ fn run_exits_1_when_the_program_fails_and_2_on_usage_errors() {
         ("--memory", "0", "too small"),
         ("--timeout", "0", "0 is not in 1.."),
         ("--max-in-flight", "0", "0 is not in 1.."),
+        ("--root", "Cargo.toml", "--root Cargo.toml: not a folder"),
     ] {
         let (code, _, err) = run_stdin(&["run", "-", flag, value], "1");
         assert_eq!(code, 2, "{flag} {value}: {err}");
         assert!(err.contains(says), "{flag} {value}: {err}");
     }
+}
+
+#[test]
+fn output_that_cannot_be_written_is_not_a_success() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // not Linux
+    };
+    let mut child = codemode()
+        .args(["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"return 1").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: writing the output failed: No space left on device (os error 28)\n"
+    );
 }
 
 #[test]

@@ -425,3 +425,13 @@ async fn limits_too_small_to_run_are_raised_not_crashes() {
     );
     assert_eq!(h.ok("return 2").await, 2);
 }
+
+#[tokio::test]
+async fn a_nul_in_the_program_text_means_what_it_means_in_javascript() {
+    let h = Harness::new(fast_limits());
+    assert_eq!(
+        h.ok("// a comment with \u{0} in it\nreturn ['a\u{0}b'.length, `x\u{0}y`.charCodeAt(1)]")
+            .await,
+        json!([3, 0])
+    );
+}

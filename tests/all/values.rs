@@ -54,6 +54,12 @@ async fn key_order_is_kept_both_ways() {
         .ok("const r = await tools.echo({zebra: 1, apple: 2}); Object.keys(r)")
         .await;
     assert_eq!(r, json!(["zebra", "apple"]));
+    // A NUL inside a key is part of the key, both ways.
+    let r = h
+        .ok("const r = await tools.echo({'a\\u0000b': 1}); Object.keys(r)[0] === 'a\\u0000b'")
+        .await;
+    assert_eq!(r, json!(true));
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -149,6 +155,10 @@ async fn values_that_are_not_json_are_refused_with_their_path() {
         (
             "tools.seen({s: 'a\\uD800b'})",
             "invalid arguments for seen: args.s: the string contains a lone surrogate (half of a UTF-16 pair), which JSON text cannot carry; remove it or replace it with \\uFFFD",
+        ),
+        (
+            "tools.seen({ok: 1, inner: {'\\uDC00': 1}})",
+            "invalid arguments for seen: args.inner: a key contains a lone surrogate, which JSON text cannot carry",
         ),
     ];
     for (call, message) in cases {
