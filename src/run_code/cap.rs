@@ -542,7 +542,9 @@ pub(crate) fn json_chars(v: &Value, max: usize) -> usize {
 /// Limits on string length, array items and object members start near the budget and halve
 /// together until the value fits; a member smaller than the limits is never touched, so the
 /// largest members shrink first. Once they are at their smallest, nesting deeper than a
-/// falling depth is summarised. The last resort is a summary string of the whole value.
+/// falling depth is summarised. The last resort is a summary string of the whole value, of
+/// at least [`MIN_STRING`] characters (so with a budget below that, the result is longer
+/// than the budget); a number or boolean is kept whole.
 pub(crate) fn shrink_json(v: &Value, budget: usize) -> Option<Value> {
     if json_chars(v, budget) <= budget {
         return None;
@@ -714,7 +716,8 @@ mod tests {
                 None => v.to_string(),
                 Some(shrunk) => shrunk.to_string(),
             };
-            prop_assert!(text.chars().count() <= budget.max(2), "{} > {budget}: {text}", text.chars().count());
+            // Below MIN_STRING characters, a summary is kept rather than an empty string.
+            prop_assert!(text.chars().count() <= budget.max(MIN_STRING + 2), "{} > {budget}: {text}", text.chars().count());
             prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
         }
 
