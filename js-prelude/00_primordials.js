@@ -32,6 +32,7 @@ P.StringPrototypeReplace = uncurryThis(String.prototype.replace);
 P.StringPrototypeIncludes = uncurryThis(String.prototype.includes);
 P.StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
 P.StringPrototypeRepeat = uncurryThis(String.prototype.repeat);
+P.StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
 P.RegExpPrototypeTest = uncurryThis(RegExp.prototype.test);
 P.RegExpPrototypeToString = uncurryThis(RegExp.prototype.toString);
 P.Number = Number;

@@ -1,6 +1,6 @@
 // `console.log/info/debug/warn/error` (and `console.dir`): arguments are formatted by the
 // inspect module (31_inspect.js, loaded on first use), then handed to the host with their
-// level.
+// level. Lone surrogates become U+FFFD (the host takes UTF-8 text).
 "use strict";
 
 const P = internals.primordials;
@@ -15,7 +15,7 @@ function format() {
 function method(level) {
   return {
     [level](...args) {
-      H.log(level, format().formatArgs(args));
+      H.log(level, P.StringPrototypeToWellFormed(format().formatArgs(args)));
     },
   }[level];
 }
@@ -27,7 +27,7 @@ console.debug = method("debug");
 console.warn = method("warn");
 console.error = method("error");
 console.dir = function dir(value) {
-  H.log("log", format().inspect(value));
+  H.log("log", P.StringPrototypeToWellFormed(format().inspect(value)));
 };
 
 internals.console = console;

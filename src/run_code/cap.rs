@@ -73,8 +73,12 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// The marker of a text cut: `[… 1200 characters and 3 lines dropped …]`. "Lines" counts the
-/// line breaks dropped.
+/// line breaks dropped; a cut inside one line says `[… 1200 characters dropped …]`.
 pub(crate) fn text_marker(chars: usize, lines: usize) -> String {
+    if lines == 0 {
+        // Cut inside one line: no line was dropped, so none is counted.
+        return string_marker(chars);
+    }
     format!(
         "[… {} and {} dropped …]",
         plural(chars, "character", "characters"),
@@ -83,9 +87,11 @@ pub(crate) fn text_marker(chars: usize, lines: usize) -> String {
 }
 
 /// The longest [`text_marker`] for counts up to `chars` and `lines` (the plural is one
-/// character longer than the singular, so counts are taken as at least 2).
+/// character longer than the singular, so counts are taken as at least 2; `lines` 0 stays
+/// 0: a text without line breaks never counts lines).
 fn text_marker_max(chars: usize, lines: usize) -> usize {
-    text_marker(chars.max(2), lines.max(2)).chars().count()
+    let lines = if lines == 0 { 0 } else { lines.max(2) };
+    text_marker(chars.max(2), lines).chars().count()
 }
 
 /// The marker inside a cut JSON string: `[… 1200 characters dropped …]`.
@@ -115,8 +121,10 @@ fn plan(s: &str, budget: usize, marker_max: usize) -> Option<Plan> {
 /// `s` cut to at most `budget` characters: head, [`text_marker`], tail; `None` when it
 /// fits. When even the marker does not fit, the head alone.
 pub(crate) fn cut_text(s: &str, budget: usize) -> Option<String> {
-    // The marker's numbers are at most the byte length of `s`.
-    let marker_max = text_marker_max(s.len(), s.len());
+    // The marker's numbers are at most the byte length of `s` (and no line is counted in a
+    // text without line breaks).
+    let breaks = if s.contains('\n') { s.len() } else { 0 };
+    let marker_max = text_marker_max(s.len(), breaks);
     let plan = plan(s, budget, marker_max)?;
     if budget <= marker_max {
         return Some(s[..head_end(s, budget)].to_owned());
@@ -604,16 +612,13 @@ mod tests {
         assert_eq!(
             cut,
             format!(
-                "{}[… 82 characters and 0 lines dropped …]{}",
-                "a".repeat(9),
-                "a".repeat(9)
+                "{}[… 68 characters dropped …]{}",
+                "a".repeat(16),
+                "a".repeat(16)
             )
         );
-        assert_eq!(
-            cut.chars().count(),
-            57,
-            "the marker is shorter than its bound"
-        );
+        // The marker was sized for a three-digit count.
+        assert_eq!(cut.chars().count(), 59);
         assert_eq!(cut_text(&s, 100), None);
     }
 

@@ -435,3 +435,18 @@ async fn a_nul_in_the_program_text_means_what_it_means_in_javascript() {
         json!([3, 0])
     );
 }
+
+#[tokio::test]
+async fn console_text_keeps_its_line_when_it_holds_a_lone_surrogate() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run("console.log('a\\uD800b', {k: '\\uDC00'}); console.dir('x\\uD800'); return 1")
+        .await;
+    assert_eq!(
+        v["logs"],
+        json!([
+            {"level": "log", "text": "a\u{FFFD}b { k: '\u{FFFD}' }"},
+            {"level": "log", "text": "'x\u{FFFD}'"},
+        ])
+    );
+}
