@@ -137,7 +137,8 @@ async fn stages_1_to_6(
         match decision {
             Decision::Allow => {}
             Decision::Deny(reason) => return Err(denied(reason)),
-            Decision::Ask(prompt) => ask(hooks, exec, &prompt).await?,
+            // Boxed: the rare path keeps its state out of every call's future.
+            Decision::Ask(prompt) => Box::pin(ask(hooks, exec, &prompt)).await?,
         }
     }
     // Stage 3.
@@ -163,7 +164,7 @@ async fn stages_1_to_6(
             tool: tool.clone(),
             args: arguments.clone(),
         };
-        next.run(exec.clone()).await
+        Box::pin(next.run(exec.clone())).await
     };
     let result = match executed {
         Err(e) if exec.signal().is_cancelled() && e.kind() == ErrorKind::Failed => Err(

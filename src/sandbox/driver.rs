@@ -551,7 +551,10 @@ impl Driver<'_> {
         inspect: Option<&Function<'js>>,
     ) -> ProgramError {
         let shown = inspect.and_then(|f| f.call::<_, String>((thrown.clone(),)).ok());
-        program_error(self.program, thrown, shown)
+        let error = program_error(self.program, thrown, shown);
+        // Reading the thrown value runs its getters: one that loops until the deadline is
+        // the run's timeout, not an error with an empty message.
+        self.stopped().unwrap_or(error)
     }
 
     fn convert_result<'js>(
