@@ -492,6 +492,8 @@ const NUMERIC: [&str; 11] = [
 ];
 
 impl<'a> Keys<'a> {
+    // Inlined so the 36-slot result is built in the caller's frame, not copied out.
+    #[inline(always)]
     fn of(s: &'a Map<String, Value>) -> Keys<'a> {
         let mut k = Keys::default();
         for (name, v) in s {
@@ -826,7 +828,8 @@ impl Emitter<'_> {
         if k.nullable != Some(&Value::Bool(true)) {
             return t;
         }
-        if top_level(&t, b'|') && !top_level(&t, b'&') && !t.starts_with("/*") {
+        let (pipe, amp) = top_level_ops(&t);
+        if pipe && !amp && !t.starts_with("/*") {
             if t.split(" | ").any(|p| p == "null") {
                 return t;
             }
@@ -891,11 +894,7 @@ impl Emitter<'_> {
                     .enumerate()
                     .map(|(i, p)| {
                         let t = e.ty(p, indent, false);
-                        if i >= min {
-                            format!("{}?", wrap(&t))
-                        } else {
-                            t
-                        }
+                        if i >= min { wrapped_with(&t, "?") } else { t }
                     })
                     .collect();
                 match rest {
@@ -903,7 +902,7 @@ impl Emitter<'_> {
                     None | Some(Value::Bool(true)) => parts.push("...unknown[]".to_owned()),
                     Some(r) => {
                         let r = e.ty(r, indent, false);
-                        parts.push(format!("...{}[]", wrap(&r)));
+                        parts.push(format!("...{}", wrapped_with(&r, "[]")));
                     }
                 }
                 return format!("[{}]", parts.join(", "));
@@ -911,7 +910,7 @@ impl Emitter<'_> {
             match k.items {
                 Some(items) => {
                     let inner = e.ty(items, indent, false);
-                    format!("{}[]", wrap(&inner))
+                    wrapped_with(&inner, "[]")
                 }
                 None => "unknown[]".to_owned(),
             }
@@ -1089,12 +1088,21 @@ fn union(parts: Vec<String>) -> String {
     match unique.len() {
         0 => "never".to_owned(),
         1 => unique.remove(0),
-        _ => unique
-            .iter()
-            .map(|p| wrap(p))
-            .collect::<Vec<_>>()
-            .join(" | "),
+        _ => joined(&unique, " | "),
     }
+}
+
+/// `parts`, each [`wrap`]ped, joined by `sep`, written in one buffer.
+fn joined(parts: &[String], sep: &str) -> String {
+    let len = parts.iter().map(|p| p.len() + 2 + sep.len()).sum();
+    let mut out = String::with_capacity(len);
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        wrap_into(&mut out, p);
+    }
+    out
 }
 
 fn intersection(parts: Vec<String>) -> String {
@@ -1110,26 +1118,42 @@ fn intersection(parts: Vec<String>) -> String {
     match unique.len() {
         0 => "unknown".to_owned(),
         1 => unique.remove(0),
-        _ => unique
-            .iter()
-            .map(|p| wrap(p))
-            .collect::<Vec<_>>()
-            .join(" & "),
+        _ => joined(&unique, " & "),
     }
 }
 
 /// Parenthesises a type with a top-level `|`, `&` or leading comment where it would bind
 /// wrongly (`(a | b)[]`).
 fn wrap(t: &str) -> String {
-    if t.starts_with("/*") || top_level(t, b'|') || top_level(t, b'&') {
-        format!("({t})")
+    let mut out = String::with_capacity(t.len() + 2);
+    wrap_into(&mut out, t);
+    out
+}
+
+/// Appends `t` to `out` as [`wrap`] gives it, without a copy of its own.
+fn wrap_into(out: &mut String, t: &str) {
+    let (pipe, amp) = top_level_ops(t);
+    if t.starts_with("/*") || pipe || amp {
+        out.push('(');
+        out.push_str(t);
+        out.push(')');
     } else {
-        t.to_owned()
+        out.push_str(t);
     }
 }
 
-/// Whether `t` has the operator `op` outside brackets, strings and comments.
-fn top_level(t: &str, op: u8) -> bool {
+/// `t` with `suffix` after it, [`wrap`]ped: `(a | b)[]`.
+fn wrapped_with(t: &str, suffix: &str) -> String {
+    let mut out = String::with_capacity(t.len() + 2 + suffix.len());
+    wrap_into(&mut out, t);
+    out.push_str(suffix);
+    out
+}
+
+/// Whether `t` has `|` and whether it has `&` outside brackets, strings and comments, in
+/// one pass.
+fn top_level_ops(t: &str) -> (bool, bool) {
+    let (mut pipe, mut amp) = (false, false);
     let mut depth = 0i32;
     let mut in_string = false;
     let mut escaped = false;
@@ -1157,11 +1181,15 @@ fn top_level(t: &str, op: u8) -> bool {
             b'/' if bytes.get(i + 1) == Some(&b'*') => in_comment = true,
             b'{' | b'[' | b'(' | b'<' => depth += 1,
             b'}' | b']' | b')' | b'>' => depth -= 1,
-            c if c == op && depth == 0 => return true,
+            b'|' if depth == 0 => pipe = true,
+            b'&' if depth == 0 => amp = true,
             _ => {}
         }
+        if pipe && amp {
+            break;
+        }
     }
-    false
+    (pipe, amp)
 }
 
 #[cfg(test)]
