@@ -172,7 +172,7 @@ fn key(name: &str) -> std::borrow::Cow<'_, str> {
 
 /// A TypeScript string literal: JSON string syntax, with U+2028 and U+2029 escaped.
 fn quote(s: &str) -> String {
-    let q = Value::String(s.to_owned()).to_string();
+    let q = serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
     if q.contains(['\u{2028}', '\u{2029}']) {
         q.replace('\u{2028}', "\\u2028")
             .replace('\u{2029}', "\\u2029")
@@ -226,13 +226,13 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
                 pretty,
                 uses_integer: false,
             };
-            types[i] = e.ty(schema, 1, true);
+            // The entry carries the documentation: the type is bare.
+            (types[i], docs[i]) = e.ty_and_doc(schema, 1, true);
             // A schema that refers to itself (`#`) got an alias: the entry names it.
             if let Some(root_alias) = e.refs.get("") {
                 types[i] = root_alias.clone();
             }
             uses_integer |= e.uses_integer;
-            docs[i] = doc_of(schema);
         }
         let [arg_ty, out_ty] = types;
         let [arg_doc, out_doc] = docs;
@@ -419,20 +419,28 @@ fn jsdoc_block(out: &mut String, text: &str, indent: &str) {
         return;
     }
     let safe = comment_safe(text);
+    // Written piece by piece: formatting machinery showed in profiles.
     if !safe.contains('\n') {
-        let _ = writeln!(out, "{indent}/** {safe} */");
+        for piece in [indent, "/** ", &safe, " */\n"] {
+            out.push_str(piece);
+        }
         return;
     }
-    let _ = writeln!(out, "{indent}/**");
+    out.push_str(indent);
+    out.push_str("/**\n");
     for l in safe.lines() {
         let l = l.trim_end();
+        out.push_str(indent);
         if l.is_empty() {
-            let _ = writeln!(out, "{indent} *");
+            out.push_str(" *\n");
         } else {
-            let _ = writeln!(out, "{indent} * {l}");
+            out.push_str(" * ");
+            out.push_str(l);
+            out.push('\n');
         }
     }
-    let _ = writeln!(out, "{indent} */");
+    out.push_str(indent);
+    out.push_str(" */\n");
 }
 
 /// A JSDoc comment followed by a space, on as few lines as the text has.
@@ -440,7 +448,9 @@ fn jsdoc_inline(out: &mut String, text: &str) {
     if text.is_empty() {
         return;
     }
-    let _ = write!(out, "/** {} */ ", comment_safe(text));
+    out.push_str("/** ");
+    out.push_str(&comment_safe(text));
+    out.push_str(" */ ");
 }
 
 /// The keywords of one schema object, found in one pass over its members (looking each
@@ -927,10 +937,14 @@ impl Emitter<'_> {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let pad = if self.pretty {
-            "  ".repeat(indent + 1)
+        // Indentation without an allocation per object (deeper than 32 levels allocates).
+        const SPACES: &str = "                                                                ";
+        let pad: std::borrow::Cow<'_, str> = if !self.pretty {
+            "".into()
+        } else if 2 * (indent + 1) <= SPACES.len() {
+            SPACES[..2 * (indent + 1)].into()
         } else {
-            String::new()
+            "  ".repeat(indent + 1).into()
         };
         let mut body = String::with_capacity(128);
         body.push_str(if self.pretty { "{\n" } else { "{ " });
