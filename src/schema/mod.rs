@@ -29,7 +29,7 @@ pub use import::ImportWarning;
 pub use node::{
     Additional, ArraySpec, Node, NodeKind, NumberSpec, ObjectSpec, Pattern, StringSpec, TupleSpec,
 };
-pub use pattern::MAX_BACKTRACKING_INPUT;
+pub use pattern::{MAX_BACKTRACK_STEPS, MAX_BACKTRACKING_INPUT};
 pub use validate::{MAX_VIOLATIONS, ValidationReport, Violation};
 
 use crate::value::PathSeg;

@@ -9,16 +9,23 @@
 //! meanings (`\d` is `[0-9]`, `\w` is ASCII, `.` stops at line terminators, `\b` is an ASCII
 //! word boundary) and matched by `regex`, which runs in linear time.
 //!
-//! Patterns that need backtracking (backreferences, lookaround) are matched by `regress`,
-//! with two guards: a pattern that also nests quantifiers (`(a+)+`) is refused at
-//! registration, and strings longer than [`MAX_BACKTRACKING_INPUT`] characters are
-//! reported as too long to check rather than checked.
+//! Patterns that need backtracking (backreferences, lookaround) are translated the same way
+//! and matched by `fancy-regex`, which hands their regular parts to `regex` and bounds the
+//! backtracking of the rest at [`MAX_BACKTRACK_STEPS`] steps, so no string can make a
+//! match run for long (`^(?!x)(a|a)*$`, `(?=.)a*a*a*b` included). Three guards: a pattern
+//! that also nests quantifiers (`(a+)+`) is refused at registration, strings longer than
+//! [`MAX_BACKTRACKING_INPUT`] characters are reported as too long to check, and a match that
+//! passes the step bound is reported as too costly to check, rather than checked.
 
 use std::fmt;
 use std::sync::Arc;
 
 /// Longest string (in characters) checked against a pattern that needs backtracking.
 pub const MAX_BACKTRACKING_INPUT: usize = 10_000;
+
+/// Most backtracking steps one match of a backtracking pattern may take (a few
+/// milliseconds); past it the string is reported as too costly to check.
+pub const MAX_BACKTRACK_STEPS: usize = 1_000_000;
 
 /// An ECMAScript regular expression, compiled when the node is built.
 ///
@@ -34,13 +41,18 @@ pub struct Pattern {
 enum Matcher {
     /// Translated to the `regex` crate: linear time.
     Linear(Arc<regex::Regex>),
-    /// Needs backtracking (backreferences, lookaround): `regress`.
-    Backtracking(Arc<regress::Regex>),
+    /// Needs backtracking (backreferences, lookaround): `fancy-regex`, bounded.
+    Backtracking(Arc<fancy_regex::Regex>),
 }
 
-/// A pattern could not be checked against a string.
+/// Why a pattern could not be checked against a string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TooLong;
+pub(crate) enum Unchecked {
+    /// Longer than [`MAX_BACKTRACKING_INPUT`] characters.
+    TooLong,
+    /// The match passed [`MAX_BACKTRACK_STEPS`].
+    TooCostly,
+}
 
 impl Pattern {
     /// Compiles `source`. Never fails: see [`Pattern::error`].
@@ -65,18 +77,19 @@ impl Pattern {
         self.check(text).unwrap_or(false)
     }
 
-    /// Whether `text` contains a match, or [`TooLong`] for a backtracking pattern and a
-    /// string over [`MAX_BACKTRACKING_INPUT`] characters.
-    pub(crate) fn check(&self, text: &str) -> Result<bool, TooLong> {
+    /// Whether `text` contains a match, or why a backtracking pattern could not tell: a
+    /// string over [`MAX_BACKTRACKING_INPUT`] characters, or a match past
+    /// [`MAX_BACKTRACK_STEPS`].
+    pub(crate) fn check(&self, text: &str) -> Result<bool, Unchecked> {
         match &self.compiled {
             Ok(Matcher::Linear(re)) => Ok(re.is_match(text)),
             Ok(Matcher::Backtracking(re)) => {
                 if text.len() > MAX_BACKTRACKING_INPUT
                     && text.chars().count() > MAX_BACKTRACKING_INPUT
                 {
-                    return Err(TooLong);
+                    return Err(Unchecked::TooLong);
                 }
-                Ok(re.find(text).is_some())
+                re.is_match(text).map_err(|_| Unchecked::TooCostly)
             }
             Err(_) => Ok(false),
         }
@@ -96,8 +109,9 @@ impl fmt::Debug for Pattern {
 }
 
 fn compile(source: &str) -> Result<Matcher, String> {
-    let ecma = regress::Regex::with_flags(source, "u").map_err(|e| e.to_string())?;
-    if let Some(translated) = translate(source)
+    // regress decides what is a valid ECMAScript pattern.
+    regress::Regex::with_flags(source, "u").map_err(|e| e.to_string())?;
+    if let Some(translated) = translate(source, false)
         && let Ok(re) = regex::RegexBuilder::new(&translated)
             .size_limit(1 << 24)
             .build()
@@ -110,7 +124,19 @@ fn compile(source: &str) -> Result<Matcher, String> {
                 .to_owned(),
         );
     }
-    Ok(Matcher::Backtracking(Arc::new(ecma)))
+    let unsupported = |why: String| {
+        format!(
+            "the pattern needs backtracking (a backreference or lookaround) in a form this engine cannot check safely: {why}"
+        )
+    };
+    let translated = translate(source, true)
+        .ok_or_else(|| unsupported("a construct that is not translated".to_owned()))?;
+    let re = fancy_regex::RegexBuilder::new(&translated)
+        .backtrack_limit(MAX_BACKTRACK_STEPS)
+        .delegate_size_limit(1 << 24)
+        .build()
+        .map_err(|e| unsupported(e.to_string()))?;
+    Ok(Matcher::Backtracking(Arc::new(re)))
 }
 
 /// ECMAScript `\s`: WhiteSpace and LineTerminator.
@@ -118,8 +144,9 @@ const WHITESPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028
 
 /// Translates an ECMAScript pattern (already accepted by regress with the `u` flag) into the
 /// `regex` crate's syntax with the same meaning; `None` when it uses a construct that is not
-/// regular or not translated.
-fn translate(source: &str) -> Option<String> {
+/// regular or not translated. With `backtracking`, backreferences (`\1`, `\k<name>`) and
+/// lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`) are kept as written, for `fancy-regex`.
+fn translate(source: &str, backtracking: bool) -> Option<String> {
     let chars: Vec<char> = source.chars().collect();
     let mut out = String::with_capacity(source.len() + 16);
     let mut in_class = false;
@@ -197,7 +224,11 @@ fn translate(source: &str) -> Option<String> {
                         }
                     }
                     // Backreferences (\1, \k<name>) are not regular.
-                    '1'..='9' | 'k' => return None,
+                    '1'..='9' | 'k' if !backtracking => return None,
+                    '1'..='9' | 'k' => {
+                        out.push('\\');
+                        out.push(next);
+                    }
                     other if other.is_ascii_punctuation() => {
                         out.push('\\');
                         out.push(other);
@@ -244,7 +275,8 @@ fn translate(source: &str) -> Option<String> {
                     (Some(':'), _) => {}
                     (Some('<'), Some(n)) if *n != '=' && *n != '!' => {}
                     // Lookahead and lookbehind are not regular.
-                    _ => return None,
+                    _ if !backtracking => return None,
+                    _ => {}
                 }
                 out.push('(');
             }
@@ -390,6 +422,40 @@ mod tests {
     }
 
     #[test]
+    fn backtracking_patterns_are_bounded_and_keep_their_meaning() {
+        // Lookaround with alternation under a star, and adjacent stars: exponential for a
+        // plain backtracker (these hung validation); bounded here.
+        let cases: [(&str, String, Result<bool, Unchecked>); 8] = [
+            ("^(?!x)(a|a)*$", format!("{}!", "a".repeat(40)), Ok(false)),
+            ("^(?!x)(a|a)*$", "aaaa".to_owned(), Ok(true)),
+            ("^(?!x)a*a*a*a*a*a*b", "a".repeat(1000), Ok(false)),
+            (
+                "^(?=.*[A-Z])(?=.*\\d).{8,}$",
+                "Abcdefg1".to_owned(),
+                Ok(true),
+            ),
+            (
+                "^(?=.*[A-Z])(?=.*\\d).{8,}$",
+                "abcdefg1".to_owned(),
+                Ok(false),
+            ),
+            ("^(\\w)\\1$", "zz".to_owned(), Ok(true)),
+            ("^(?<c>\\d)-\\k<c>$", "7-7".to_owned(), Ok(true)),
+            ("(?<=\\$)\\d+", "cost: $15".to_owned(), Ok(true)),
+        ];
+        for (pattern, text, want) in cases {
+            let p = Pattern::new(pattern);
+            assert_eq!(p.error(), None, "{pattern}");
+            assert!(
+                matches!(p.compiled, Ok(Matcher::Backtracking(_))),
+                "{pattern}"
+            );
+            assert_eq!(p.check(&text), want, "{pattern} on {text:?}");
+        }
+        assert_eq!(Pattern::new("^(\\w)\\1$").check("zy"), Ok(false));
+    }
+
+    #[test]
     fn backtracking_patterns_with_nested_quantifiers_are_refused() {
         let p = Pattern::new("^(a+)+\\1$");
         assert!(
@@ -401,7 +467,7 @@ mod tests {
         assert!(ok.error().is_none());
         assert!(ok.is_match("aa"));
         assert!(!ok.is_match("ab"));
-        assert_eq!(ok.check(&"a".repeat(20_000)), Err(TooLong));
+        assert_eq!(ok.check(&"a".repeat(20_000)), Err(Unchecked::TooLong));
         let look = Pattern::new("^(?=.*\\d)[a-z0-9]+$");
         assert!(look.is_match("abc1"));
         assert!(!look.is_match("abc"));

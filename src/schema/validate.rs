@@ -167,13 +167,23 @@ impl<'s> Validator<'s> {
                                 format!("does not match the pattern /{}/", pattern.source())
                             });
                         }
-                        Err(_) => {
+                        Err(super::pattern::Unchecked::TooLong) => {
                             ok = false;
                             self.report(path, || {
                                 format!(
                                     "is too long to check against the pattern /{}/, which needs backtracking (at most {} characters)",
                                     pattern.source(),
                                     super::pattern::MAX_BACKTRACKING_INPUT
+                                )
+                            });
+                        }
+                        Err(super::pattern::Unchecked::TooCostly) => {
+                            ok = false;
+                            self.report(path, || {
+                                format!(
+                                    "could not be checked against the pattern /{}/: matching it needs more than {} backtracking steps",
+                                    pattern.source(),
+                                    super::pattern::MAX_BACKTRACK_STEPS
                                 )
                             });
                         }
