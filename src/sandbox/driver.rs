@@ -610,10 +610,30 @@ impl Driver<'_> {
         let max_output = {
             let mut st = lock(self.state);
             st.in_flight = st.in_flight.saturating_sub(1);
-            st.finish_record(id, status_of(&outcome), Some(outcome.elapsed()));
             st.limits.max_tool_output_bytes
         };
-        let settled = match settle_value(ctx, &js.prims, &outcome, max_output) {
+        let converted = match settle_value(ctx, &js.prims, &outcome, max_output) {
+            // A value the engine cannot hold (a BigInt past its size limit): the call
+            // fails, so the program's promise settles rather than waiting forever.
+            Err(e) if self.stopped().is_none() => {
+                let detail = if matches!(e, rquickjs::Error::Exception) {
+                    describe_thrown(&ctx.catch())
+                } else {
+                    e.to_string()
+                };
+                Ok(Err(format!(
+                    "the result of {} could not become a JavaScript value: {detail}",
+                    outcome.tool()
+                )))
+            }
+            other => other,
+        };
+        let status = match (&converted, outcome.result()) {
+            (Ok(Err(_)), Ok(_)) => CallStatus::Error,
+            _ => status_of(&outcome),
+        };
+        lock(self.state).finish_record(id, status, Some(outcome.elapsed()));
+        let settled = match converted {
             Ok(Ok(value)) => js.settle.call::<_, ()>((id as f64, true, value)),
             Ok(Err(message)) => js.settle.call::<_, ()>((id as f64, false, message)),
             Err(e) => Err(e),

@@ -272,3 +272,48 @@ async fn errors_become_name_and_message() {
         json!({"e": {"name": "RangeError", "message": "too far", "code": 7}})
     );
 }
+
+#[tokio::test]
+async fn a_result_the_engine_cannot_hold_fails_the_call_instead_of_hanging_it() {
+    let huge: serde_json::Value =
+        serde_json::from_str(&format!("{{\"x\": {}}}", "7".repeat(400_000))).unwrap();
+    let mut h = crate::support::Harness::new(crate::support::fast_limits());
+    let at_once = huge.clone();
+    h.add(
+        codemode::Tool::builder("huge_now")
+            .execute(move |_a, _e| {
+                let v = at_once.clone();
+                async move { Ok(v) }
+            })
+            .build()
+            .unwrap(),
+    );
+    h.add(
+        codemode::Tool::builder("huge_later")
+            .execute(move |_a, _e| {
+                let v = huge.clone();
+                async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    Ok(v)
+                }
+            })
+            .build()
+            .unwrap(),
+    );
+    let v = h
+        .run(
+            "async function t(f) { try { await f(); return 'settled'; } catch (e) { return `${e.name}: ${e.message}`; } }
+             return [await t(() => tools.huge_now({})), await t(() => tools.huge_later({}))]",
+        )
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    let results = v["result"].as_array().unwrap();
+    for r in results {
+        let r = r.as_str().unwrap();
+        assert!(
+            r.starts_with("ToolCallError: ") && r.contains("BigInt is too large"),
+            "{r}"
+        );
+    }
+    assert_eq!(v["calls"][1]["status"], "error", "{v:#}");
+}
