@@ -10,9 +10,10 @@ use std::fmt::{self, Write as _};
 use serde_json::{Number, Value};
 
 /// The deepest nesting of arrays and objects a value may have when it crosses the boundary
-/// (JS → Rust, Rust → JS, tool output snapshots): 128 levels, the same limit `serde_json`
-/// applies when it parses text, so every value that crosses can also be parsed back.
-pub const MAX_DEPTH: usize = 128;
+/// (JS → Rust, Rust → JS, tool output snapshots): 127 levels, the most `serde_json` parses
+/// from text (its recursion limit refuses the 128th), so every value that crosses can also
+/// be parsed back.
+pub const MAX_DEPTH: usize = 127;
 
 /// One step of a JSON path, built on the stack while a value is walked; formatted only
 /// when a message needs it (`args.items[2].name`).

@@ -136,6 +136,8 @@ pub(crate) struct ToJson<'a, 'js> {
     /// [`ToJson::prototypes_have_to_json`]).
     planted_to_json: Option<bool>,
     visited: usize,
+    /// Deepest nesting accepted: [`MAX_DEPTH`] unless set lower.
+    max_depth: usize,
 }
 
 /// How many values a conversion walks between two looks at the run's stop flags.
@@ -177,7 +179,15 @@ impl<'a, 'js> ToJson<'a, 'js> {
             flags: None,
             visited: 0,
             planted_to_json: None,
+            max_depth: MAX_DEPTH,
         }
+    }
+
+    /// Accepts at most `levels` of nesting (for a value that will sit one level down in
+    /// another, such as a program's result in `run_code`'s canonical value).
+    pub(crate) fn max_depth(mut self, levels: usize) -> Self {
+        self.max_depth = levels;
+        self
     }
 
     /// Stops the conversion when the run is stopped (polled every few thousand values).
@@ -325,9 +335,10 @@ impl<'a, 'js> ToJson<'a, 'js> {
         path: &PathSeg<'_>,
         depth: usize,
     ) -> Result<serde_json::Value, ConvertError> {
-        if depth >= MAX_DEPTH {
+        if depth >= self.max_depth {
             return Err(ConvertError::Invalid(format!(
-                "{path}: the value nests deeper than {MAX_DEPTH} levels"
+                "{path}: the value nests deeper than {} levels",
+                self.max_depth
             )));
         }
         let is_array = matches!(ty, Type::Array);

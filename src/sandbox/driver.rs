@@ -563,7 +563,11 @@ impl Driver<'_> {
         prims: &Primordials<'js>,
         value: Value<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
-        let mut conv = ToJson::new(ctx, prims, usize::MAX, "result").watching(self.flags);
+        // The result sits one level down in run_code's canonical value, which must stay
+        // within MAX_DEPTH itself.
+        let mut conv = ToJson::new(ctx, prims, usize::MAX, "result")
+            .watching(self.flags)
+            .max_depth(crate::value::MAX_DEPTH - 1);
         match conv.convert_root(value, &PathSeg::Root("result")) {
             Ok(v) => Ok(v),
             Err(ConvertError::Invalid(message)) => Err(ProgramError::new(

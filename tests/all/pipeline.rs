@@ -591,7 +591,7 @@ async fn every_failure_is_contained_as_an_error_outcome() {
     let o = registry.call("deep", json!({})).await;
     assert_eq!(o.error_kind(), Some(ErrorKind::InvalidOutput));
     assert!(
-        o.text().contains("nested deeper than 128 levels"),
+        o.text().contains("nested deeper than 127 levels"),
         "{}",
         o.text()
     );

@@ -213,7 +213,7 @@ async fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let (h, _) = harness();
     let m = call_error(&h, "(() => { let a = []; for (let i = 0; i < 100000; i++) a = [a]; return tools.seen({a}) })()").await;
     assert!(m.starts_with("invalid arguments for seen: args.a"), "{m}");
-    assert!(m.ends_with("the value nests deeper than 128 levels"), "{m}");
+    assert!(m.ends_with("the value nests deeper than 127 levels"), "{m}");
     // as a result too
     let v = h
         .run("let a = {}; for (let i = 0; i < 100000; i++) a = {a}; return a")
@@ -223,8 +223,18 @@ async fn deep_nesting_is_an_error_not_a_stack_overflow() {
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .ends_with("the value nests deeper than 128 levels")
+            .ends_with("the value nests deeper than 126 levels")
     );
+    // The result sits one level down in the canonical value, which stays within 127
+    // levels (and so parses back with serde_json): 126 levels are a result, 127 are not.
+    let deep =
+        |levels: usize| format!("let a = []; for (let i = 1; i < {levels}; i++) a = [a]; return a");
+    let v = h.run(&deep(126)).await;
+    assert_eq!(v["status"], "ok", "{:?}", v["error"]);
+    let text = serde_json::to_string(&v).unwrap();
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
+    let v = h.run(&deep(127)).await;
+    assert_eq!(v["error"]["name"], "ResultError");
     // JSON.parse of 10 000 nested arrays is the engine's own (catchable) affair
     let r = h.ok("try { JSON.parse('['.repeat(10000) + ']'.repeat(10000)); return 'parsed' } catch (e) { return e.name }").await;
     assert!(
