@@ -519,7 +519,11 @@ const TS_WRAPPER: &str = "async function __codemode_program() { ";
 /// declarations and [`SANDBOX_GLOBALS`](crate::SANDBOX_GLOBALS), with what maps the
 /// compiler's positions back to `source`.
 pub fn typescript_program(source: &str) -> TypescriptProgram {
-    let (body, line_offset) = crate::sandbox::source::unfence(source);
+    // Unfencing may parse the program: on a stack sized for it.
+    let (body, line_offset) = crate::sandbox::source::with_parse_stack(source.len(), || {
+        crate::sandbox::source::unfence(source)
+    })
+    .unwrap_or((source, 0));
     TypescriptProgram {
         text: format!("{TS_WRAPPER}{body}\n}}\n"),
         line_offset,

@@ -67,10 +67,27 @@ impl Program {
     /// for a position in the wrapper around the program (QuickJS reports the start of the
     /// program's function for some errors in declarations: no position beats a wrong one).
     pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
+        // The engine counts columns in UTF-8 bytes; positions here are in characters.
+        let column = self.char_column(line, column);
         if line == 1 && (column as usize) <= PREFIX.chars().count() {
             return None;
         }
         Some(self.map.original(line, column))
+    }
+}
+
+impl Program {
+    /// The 1-based character column of 1-based UTF-8 byte column `column` on 1-based
+    /// `line` of [`Program::code`].
+    fn char_column(&self, line: u32, column: u32) -> u32 {
+        let Some(text) = self.code.split('\n').nth(line.saturating_sub(1) as usize) else {
+            return column;
+        };
+        let mut byte = (column.saturating_sub(1) as usize).min(text.len());
+        while !text.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        text[..byte].chars().count() as u32 + 1
     }
 }
 
@@ -251,6 +268,11 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
         line.len() - t.len() <= 3 && (t.starts_with("```") || t.starts_with("~~~"))
     };
     if !source.lines().any(is_fence) {
+        return (source, 0);
+    }
+    // A fence inside a comment or a template literal of a program that parses as it is
+    // belongs to the program: only text that is not a program is unfenced.
+    if parse(source).is_ok() {
         return (source, 0);
     }
     // Blocks: (tag, body start byte, body end byte, lines before body).
@@ -760,6 +782,18 @@ mod tests {
         assert!(p.code.contains("const x         = 1;"), "{}", p.code);
         // line 2 of the code is line 4 of the model's text
         assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn fences_inside_a_program_that_parses_belong_to_it() {
+        let in_comment = "/* Usage:\n```ts\nawait tools.glob({})\n```\n*/\nreturn 1";
+        assert_eq!(unfence(in_comment), (in_comment, 0));
+        let in_template = "const md = `\n~~~\nx\n~~~\n`;\nreturn md";
+        assert_eq!(unfence(in_template), (in_template, 0));
+        assert_eq!(
+            unfence("Run this:\n```\nreturn 1\n```\n"),
+            ("return 1\n", 2)
+        );
     }
 
     #[test]

@@ -128,6 +128,11 @@ async fn a_runtime_error_reports_its_position() {
     assert_eq!(e["name"], "TypeError");
     assert_eq!(e["line"], 2);
     assert_eq!(e["column"], 3);
+    // Columns count characters, not UTF-8 bytes (the engine's unit).
+    let e = h
+        .err("const x = \"日本日本\"; function f() { throw new Error(\"boom\") }\nf()")
+        .await;
+    assert_eq!((&e["line"], &e["column"]), (&json!(1), &json!(44)));
 }
 
 #[tokio::test]
