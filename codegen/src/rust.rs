@@ -26,7 +26,8 @@ const RUST_KEYWORDS: &[&str] = &[
 ];
 
 /// The module of a tool: its name in snake case, `_` for every other character, `t_` before
-/// a leading digit, `tool` when nothing is left, `r#` before a keyword.
+/// a leading digit, `tool` when nothing is left, `r#` before a keyword, and `_` after the
+/// keywords that cannot be raw identifiers (`self_`, `super_`, `crate_`).
 fn module_name(tool: &str) -> String {
     let mut out = String::new();
     for c in tool.chars() {
@@ -48,7 +49,10 @@ fn module_name(tool: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert_str(0, "t_");
     }
-    if RUST_KEYWORDS.contains(&name.as_str()) || !is_identifier(&name) {
+    if matches!(name.as_str(), "self" | "super" | "crate") {
+        // `r#self` is refused by rustc: these keywords cannot be raw identifiers.
+        name.push('_');
+    } else if RUST_KEYWORDS.contains(&name.as_str()) || !is_identifier(&name) {
         name.insert_str(0, "r#");
     }
     name
@@ -316,6 +320,11 @@ mod tests {
         assert_eq!(module_name("3d-render"), "t_3d_render");
         assert_eq!(module_name("delete"), "delete");
         assert_eq!(module_name("type"), "r#type");
+        // Keywords that cannot be raw identifiers (`Self` is lowered to `self` first).
+        assert_eq!(module_name("self"), "self_");
+        assert_eq!(module_name("Self"), "self_");
+        assert_eq!(module_name("super"), "super_");
+        assert_eq!(module_name("crate"), "crate_");
         assert_eq!(module_name("日本語"), "tool");
     }
 }

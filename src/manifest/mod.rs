@@ -139,6 +139,15 @@ impl Manifest {
         for (i, entry) in entries.iter().enumerate() {
             let at = format!("tools[{i}]");
             let tool = parse_tool(entry, &at, dir).map_err(|(path, message)| err(path, message))?;
+            if tool.name == crate::RUN_CODE {
+                return Err(err(
+                    format!("{at}.name"),
+                    format!(
+                        "{:?} is the name of the tool that runs programs; choose another",
+                        tool.name
+                    ),
+                ));
+            }
             if let Some(first) = tools.iter().position(|t| t.name == tool.name) {
                 return Err(err(
                     format!("{at}.name"),

@@ -282,6 +282,10 @@ fn a_malformed_manifest_fails_at_start_with_the_path_of_the_problem() {
             "codemode: MANIFEST: tools[0].name: ",
         ),
         (
+            r#"{"tools": [{"name": "run_code", "command": ["true"]}]}"#,
+            "codemode: MANIFEST: tools[0].name: \"run_code\" is the name of the tool that runs programs; choose another\n",
+        ),
+        (
             r#"{"tools": [{"name": "a", "comand": ["true"]}]}"#,
             "codemode: MANIFEST: tools[0].comand: unknown key; a tool takes name, description, parameters, input_schema, output, output_schema, command, timeout_ms, env\n",
         ),
