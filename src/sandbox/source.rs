@@ -371,7 +371,8 @@ fn position_error(text: &str, offset: usize, message: String) -> SourceError {
 fn ts_syntax() -> Syntax {
     Syntax::Typescript(TsSyntax {
         tsx: false,
-        decorators: true,
+        // The engine has no decorators: refused here, with their position, in run and check.
+        decorators: false,
         ..Default::default()
     })
 }
@@ -387,19 +388,20 @@ fn parse(body: &str) -> Result<Module, SourceError> {
         .into_iter()
         .filter(|e| !matches!(e.kind(), SyntaxError::ReturnNotAllowed))
         .collect();
+    let error = |span: Span, message: String| {
+        let at = offset(span);
+        let message = if body.get(at..).is_some_and(|rest| rest.starts_with('@')) {
+            "decorators (`@…`) are not supported: the engine has none".to_owned()
+        } else {
+            message
+        };
+        position_error(body, at, message)
+    };
     match module {
-        Err(e) => Err(position_error(
-            body,
-            offset(e.span()),
-            e.kind().msg().into_owned(),
-        )),
+        Err(e) => Err(error(e.span(), e.kind().msg().into_owned())),
         Ok(_) if !errors.is_empty() => {
             let e = &errors[0];
-            Err(position_error(
-                body,
-                offset(e.span()),
-                e.kind().msg().into_owned(),
-            ))
+            Err(error(e.span(), e.kind().msg().into_owned()))
         }
         Ok(m) => Ok(m),
     }
@@ -782,6 +784,20 @@ mod tests {
         assert!(p.code.contains("const x         = 1;"), "{}", p.code);
         // line 2 of the code is line 4 of the model's text
         assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn decorators_are_refused_where_they_are() {
+        let e = prepare("const a = 1;\n@dec class C {}\nreturn 1").unwrap_err();
+        assert_eq!(
+            (e.name, e.message.as_str(), e.line, e.column),
+            (
+                "SyntaxError",
+                "decorators (`@…`) are not supported: the engine has none",
+                Some(2),
+                Some(1)
+            )
+        );
     }
 
     #[test]
