@@ -519,11 +519,16 @@ const TS_WRAPPER: &str = "async function __codemode_program() { ";
 /// declarations and [`SANDBOX_GLOBALS`](crate::SANDBOX_GLOBALS), with what maps the
 /// compiler's positions back to `source`.
 pub fn typescript_program(source: &str) -> TypescriptProgram {
-    // Unfencing may parse the program: on a stack sized for it.
+    // Unfencing and finding the exports parse the program: on a stack sized for it. The
+    // program becomes a function's body, so `export default x` is checked as `return x`.
     let (body, line_offset) = crate::sandbox::source::with_parse_stack(source.len(), || {
-        crate::sandbox::source::unfence(source)
+        let (body, line_offset) = crate::sandbox::source::unfence(source);
+        (
+            crate::sandbox::source::exports_as_statements(body),
+            line_offset,
+        )
     })
-    .unwrap_or((source, 0));
+    .unwrap_or_else(|_| (source.to_owned(), 0));
     TypescriptProgram {
         text: format!("{TS_WRAPPER}{body}\n}}\n"),
         line_offset,

@@ -487,33 +487,11 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
                     ));
                 }
             }
-            ModuleDecl::ExportDecl(e) => {
-                // `export const x = …` / `export type T = …`: drop the keyword.
-                let start = off(e.span.lo);
-                let end = off(e.decl.span().lo);
-                edits.push(Edit {
-                    start,
-                    kind: EditKind::Replace {
-                        end,
-                        text: blank(body, start, end),
-                    },
-                });
-            }
-            ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => {
-                edits.push(return_instead_of_export(
-                    body,
-                    off(span.lo),
-                    off(expr.span().lo),
-                ));
-                call_default = true;
-            }
-            ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => {
-                edits.push(return_instead_of_export(
-                    body,
-                    off(span.lo),
-                    off(decl.span().lo),
-                ));
-                call_default = true;
+            ModuleDecl::ExportDecl(_)
+            | ModuleDecl::ExportDefaultExpr(_)
+            | ModuleDecl::ExportDefaultDecl(_) => {
+                edits.extend(export_edit(body, decl));
+                call_default |= !matches!(decl, ModuleDecl::ExportDecl(_));
             }
             other => {
                 return Err(position_error(
@@ -623,6 +601,57 @@ fn is_declaration(item: &ModuleItem) -> bool {
         ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(_)) => true,
         _ => false,
     }
+}
+
+/// The edit that makes a top-level `export` a statement a function body can hold, keeping
+/// positions: `export const x` → `       const x`, `export default X` → `return         X`.
+/// `None` for other module declarations.
+fn export_edit(body: &str, decl: &ModuleDecl) -> Option<Edit> {
+    let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
+    match decl {
+        ModuleDecl::ExportDecl(e) => {
+            let (start, end) = (off(e.span.lo), off(e.decl.span().lo));
+            Some(Edit {
+                start,
+                kind: EditKind::Replace {
+                    end,
+                    text: blank(body, start, end),
+                },
+            })
+        }
+        ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => Some(
+            return_instead_of_export(body, off(span.lo), off(expr.span().lo)),
+        ),
+        ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => Some(
+            return_instead_of_export(body, off(span.lo), off(decl.span().lo)),
+        ),
+        _ => None,
+    }
+}
+
+/// `body` with its top-level `export`s made statements ([`export_edit`]), for checking the
+/// program as the body of a function (`codemode check --tsc`); `body` itself when it does
+/// not parse (the compiler then reports the syntax error) or exports nothing.
+pub(crate) fn exports_as_statements(body: &str) -> String {
+    let Ok(module) = parse(body) else {
+        return body.to_owned();
+    };
+    let mut out = String::with_capacity(body.len());
+    let mut last = 0;
+    for item in &module.body {
+        if let ModuleItem::ModuleDecl(decl) = item
+            && let Some(Edit {
+                start,
+                kind: EditKind::Replace { end, text },
+            }) = export_edit(body, decl)
+        {
+            out.push_str(&body[last..start]);
+            out.push_str(&text);
+            last = end;
+        }
+    }
+    out.push_str(&body[last..]);
+    out
 }
 
 /// `export default X` → `return         X` (same length, so positions stay).

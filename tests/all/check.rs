@@ -180,7 +180,8 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
     let program = dir.path().join("p.ts");
     std::fs::write(
         &program,
-        "const f = await tools.read_file({path: 'x'});\nconst n: number = f.content;\n",
+        // `export`s are program forms too: checked as statements of the program's body.
+        "const f = await tools.read_file({path: 'x'});\nexport const n: number = f.content;\nexport default n;\n",
     )
     .unwrap();
     let root = dir.path().to_str().unwrap();
@@ -204,7 +205,7 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
     assert_eq!(code, 1, "{out}{err}");
     assert_eq!(
         out,
-        format!("{p}:2:7: TS2322: Type 'string' is not assignable to type 'number'.\n")
+        format!("{p}:2:14: TS2322: Type 'string' is not assignable to type 'number'.\n")
     );
 }
 

@@ -68,6 +68,11 @@ fn run_exits_1_when_the_program_fails_and_2_on_usage_errors() {
         ("--timeout", "0", "0 is not in 1.."),
         ("--max-in-flight", "0", "0 is not in 1.."),
         ("--root", "Cargo.toml", "--root Cargo.toml: not a folder"),
+        (
+            "--spill-dir",
+            "Cargo.toml",
+            "--spill-dir Cargo.toml: not a folder",
+        ),
     ] {
         let (code, _, err) = run_stdin(&["run", "-", flag, value], "1");
         assert_eq!(code, 2, "{flag} {value}: {err}");

@@ -112,6 +112,15 @@ impl RunCommand {
             .root
             .canonicalize()
             .unwrap_or(self.tools.root.clone());
+        if let Some(dir) = &self.spill_dir
+            && dir.exists()
+            && !dir.is_dir()
+        {
+            return Err(SetupError(format!(
+                "--spill-dir {}: not a folder",
+                dir.display()
+            )));
+        }
         let spill = match &self.spill_dir {
             Some(dir) => SpillConfig::new(dir).read_root(root),
             None => SpillConfig::under_root(root),
