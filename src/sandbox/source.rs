@@ -271,8 +271,13 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
         return (source, 0);
     }
     // A fence inside a comment or a template literal of a program that parses as it is
-    // belongs to the program: only text that is not a program is unfenced.
-    if parse(source).is_ok() {
+    // belongs to the program. Text that opens with a fence is fenced (it may parse too:
+    // ``` `ts …` ``` is a chain of tagged templates).
+    let opens_with_fence = source
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(is_fence);
+    if !opens_with_fence && parse(source).is_ok() {
         return (source, 0);
     }
     // Blocks: (tag, body start byte, body end byte, lines before body).
