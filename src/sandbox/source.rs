@@ -174,6 +174,7 @@ pub(crate) fn with_parse_stack<R: Send>(
 /// [`prepare`] on this thread's stack: for callers already inside [`with_parse_stack`].
 pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     let (body, line_offset) = unfence(source);
+    let body = &*without_hashbang(body);
     let mut map = PositionMap {
         line_offset,
         insertions: Vec::new(),
@@ -382,7 +383,17 @@ fn ts_syntax() -> Syntax {
     })
 }
 
+/// `body` with a leading `#!` line written as a `//` comment (same length: positions stay),
+/// since the program runs inside a wrapper where a hashbang is not at the start.
+fn without_hashbang(body: &str) -> std::borrow::Cow<'_, str> {
+    match body.strip_prefix("#!") {
+        Some(rest) => format!("//{rest}").into(),
+        None => body.into(),
+    }
+}
+
 fn parse(body: &str) -> Result<Module, SourceError> {
+    let body = &*without_hashbang(body);
     let start = BytePos(1);
     let input = StringInput::new(body, start, BytePos(1 + body.len() as u32));
     let mut parser = Parser::new(ts_syntax(), input, None);
@@ -638,6 +649,7 @@ fn export_edit(body: &str, decl: &ModuleDecl) -> Option<Edit> {
 /// program as the body of a function (`codemode check --tsc`); `body` itself when it does
 /// not parse (the compiler then reports the syntax error) or exports nothing.
 pub(crate) fn exports_as_statements(body: &str) -> String {
+    let body = &*without_hashbang(body);
     let Ok(module) = parse(body) else {
         return body.to_owned();
     };
@@ -818,6 +830,14 @@ mod tests {
         assert!(p.code.contains("const x         = 1;"), "{}", p.code);
         // line 2 of the code is line 4 of the model's text
         assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn a_hashbang_line_is_a_comment() {
+        let p = prepare("#!/usr/bin/env codemode\nreturn 1").unwrap();
+        assert!(p.code.contains("///usr/bin/env codemode\n"), "{}", p.code);
+        let e = prepare("#!/usr/bin/env codemode\nreturn )").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(8)));
     }
 
     #[test]
