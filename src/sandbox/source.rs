@@ -336,9 +336,16 @@ pub(crate) struct LineIndex {
 }
 
 impl LineIndex {
+    /// Lines end where ECMAScript's do: at `\n`, `\r` (once for `\r\n`), U+2028 and U+2029,
+    /// as the engine and the TypeScript compiler count them.
     pub(crate) fn new(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let bytes = text.as_bytes();
+        starts.extend(
+            text.match_indices(['\n', '\r', '\u{2028}', '\u{2029}'])
+                .filter(|&(i, m)| !(m == "\r" && bytes.get(i + 1) == Some(&b'\n')))
+                .map(|(i, m)| i + m.len()),
+        );
         let ascii = starts
             .iter()
             .enumerate()
@@ -830,6 +837,16 @@ mod tests {
         assert!(p.code.contains("const x         = 1;"), "{}", p.code);
         // line 2 of the code is line 4 of the model's text
         assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn every_ecmascript_line_terminator_ends_a_line() {
+        for text in ["a\nb", "a\r\nb", "a\rb", "a\u{2028}b", "a\u{2029}b"] {
+            let at = text.len() - 1;
+            assert_eq!(LineIndex::new(text).line_col(text, at), (1, 0), "{text:?}");
+        }
+        let e = prepare("const a = 1;\r  const b = ;").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(13)));
     }
 
     #[test]
