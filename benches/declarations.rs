@@ -49,22 +49,7 @@ fn thousand_tools() -> Vec<ToolDecl> {
 fn fixture(path: &str) -> Vec<ToolDecl> {
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap();
-    v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap().to_owned();
-            let alias = tool_alias(&name);
-            ToolDecl {
-                alias: (alias != name).then_some(alias),
-                name,
-                description: t["description"].as_str().unwrap_or("").to_owned(),
-                input_schema: t["inputSchema"].clone(),
-                output_schema: t.get("outputSchema").cloned().unwrap_or(Value::Bool(true)),
-            }
-        })
-        .collect()
+    codemode::mcp_tool_decls(&v)
 }
 
 /// The output of Cloudflare's generator for a fixture, or why it could not run.

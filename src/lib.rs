@@ -75,16 +75,56 @@ pub fn tool_decls(registry: &Registry) -> Vec<codemode_codegen::ToolDecl> {
         .sandbox_tools()
         .iter()
         .map(|t| {
-            let alias = tool_alias(t.name());
-            codemode_codegen::ToolDecl {
-                name: t.name().to_owned(),
-                alias: (alias != t.name()).then_some(alias),
-                description: t.description().to_owned(),
-                input_schema: t.parameters().to_json_schema(),
-                output_schema: t.output().to_json_schema(),
-            }
+            tool_decl(
+                t.name(),
+                t.description(),
+                t.parameters().to_json_schema(),
+                t.output().to_json_schema(),
+            )
         })
         .collect()
+}
+
+/// The tools of an MCP `tools/list` result (`{"tools": [{name, description, inputSchema,
+/// outputSchema?}]}`) as the code generator takes them; an absent `outputSchema` is any
+/// JSON (`true`), entries without a string `name` are skipped.
+pub fn mcp_tool_decls(list: &serde_json::Value) -> Vec<codemode_codegen::ToolDecl> {
+    let Some(tools) = list.get("tools").and_then(serde_json::Value::as_array) else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .filter_map(|t| {
+            Some(tool_decl(
+                t.get("name")?.as_str()?,
+                t.get("description")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or(""),
+                t.get("inputSchema")
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Bool(true)),
+                t.get("outputSchema")
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Bool(true)),
+            ))
+        })
+        .collect()
+}
+
+fn tool_decl(
+    name: &str,
+    description: &str,
+    input_schema: serde_json::Value,
+    output_schema: serde_json::Value,
+) -> codemode_codegen::ToolDecl {
+    let alias = tool_alias(name);
+    codemode_codegen::ToolDecl {
+        name: name.to_owned(),
+        alias: (alias != name).then_some(alias),
+        description: description.to_owned(),
+        input_schema,
+        output_schema,
+    }
 }
 
 /// The TypeScript declarations (DESIGN §6) of the tools a program in `registry` sees:

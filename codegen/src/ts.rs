@@ -1090,19 +1090,25 @@ fn literal(v: &Value) -> String {
 }
 
 fn union(parts: Vec<String>) -> String {
+    combine(parts, "unknown", "never", " | ")
+}
+
+/// `parts` combined by `sep` (` | ` or ` & `): `absorbing` if any part is it, `neutral`
+/// parts and repeats left out, `neutral` when nothing is left.
+fn combine(parts: Vec<String>, absorbing: &str, neutral: &str, sep: &str) -> String {
     let mut unique: Vec<String> = Vec::new();
     for p in parts {
-        if p == "unknown" {
+        if p == absorbing {
             return p;
         }
-        if p != "never" && !unique.contains(&p) {
+        if p != neutral && !unique.contains(&p) {
             unique.push(p);
         }
     }
     match unique.len() {
-        0 => "never".to_owned(),
+        0 => neutral.to_owned(),
         1 => unique.remove(0),
-        _ => joined(&unique, " | "),
+        _ => joined(&unique, sep),
     }
 }
 
@@ -1120,20 +1126,7 @@ fn joined(parts: &[String], sep: &str) -> String {
 }
 
 fn intersection(parts: Vec<String>) -> String {
-    let mut unique: Vec<String> = Vec::new();
-    for p in parts {
-        if p == "never" {
-            return p;
-        }
-        if p != "unknown" && !unique.contains(&p) {
-            unique.push(p);
-        }
-    }
-    match unique.len() {
-        0 => "unknown".to_owned(),
-        1 => unique.remove(0),
-        _ => joined(&unique, " & "),
-    }
+    combine(parts, "never", "unknown", " & ")
 }
 
 /// Parenthesises a type with a top-level `|`, `&` or leading comment where it would bind

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codemode::{FileTools, Layout, Registry, SANDBOX_GLOBALS, ToolDecl, tool_alias};
+use codemode::{FileTools, Layout, Registry, SANDBOX_GLOBALS, ToolDecl};
 use codemode_codegen::{declarations, declarations_with};
 use serde_json::Value;
 
@@ -19,22 +19,7 @@ fn root() -> &'static Path {
 pub fn fixture(path: &str) -> Vec<ToolDecl> {
     let text = std::fs::read_to_string(root().join(path)).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
-    v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap().to_owned();
-            let alias = tool_alias(&name);
-            ToolDecl {
-                alias: (alias != name).then_some(alias),
-                name,
-                description: t["description"].as_str().unwrap_or("").to_owned(),
-                input_schema: t["inputSchema"].clone(),
-                output_schema: t.get("outputSchema").cloned().unwrap_or(Value::Bool(true)),
-            }
-        })
-        .collect()
+    codemode::mcp_tool_decls(&v)
 }
 
 /// The built-in file tools as a program sees them.
