@@ -1,7 +1,6 @@
 // The bridge to the host. `host` is an object of native functions made for this run:
-//   call(toolIndex, args, primordials, reply, Object.prototype) -> the result's value when
-//     the call finished at once, else `reply` filled in (`id` of the call in flight, or
-//     `id` 0 and `error`); throws when the call cannot start
+//   toolFunctions: one native function per tool, in the order of `toolNames`: `(args)`
+//     -> a promise of the call's result (see 20_tools.js for the helpers it uses)
 //   unknownTool(name) -> message naming the available tools
 //   log(level, text)
 //   loadInspect(primordials) -> { formatArgs, inspect } (31_inspect.js)
@@ -14,7 +13,7 @@
 const P = internals.primordials;
 
 internals.host = P.ObjectFreeze({
-  call: host.call,
+  toolFunctions: host.toolFunctions,
   unknownTool: host.unknownTool,
   log: host.log,
   loadInspect: host.loadInspect,

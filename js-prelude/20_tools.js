@@ -10,7 +10,7 @@
 
 const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, ObjectPrototype, Promise, PromiseReject, PromiseResolve, String } = P;
+const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, Promise, PromiseReject, String } = P;
 
 class ToolCallError extends P.Error {
   constructor(toolName, message) {
@@ -40,22 +40,17 @@ function messageOf(error) {
 // reaches it.
 const pending = ObjectCreate(null);
 
-// The host answers through this box when a call did not complete at once: `id` > 0 for a
-// call in flight, or `id` 0 and `error` for a call that failed before or while starting.
-const box = ObjectCreate(null);
-box.id = 0;
-box.error = "";
-
-// A call in flight (or that failed to start): settled later by the host.
-function waitFor(name) {
-  const id = box.id;
-  if (id === 0) {
-    return PromiseReject(new ToolCallError(name, box.error));
-  }
+// The host calls these from a tool function (see `host.toolFunctions`): the promise of a
+// call in flight, settled later through `settle`; and the rejection of a call that failed
+// before or while starting (`error` is a message, or what a conversion threw).
+internals.waitFor = function waitFor(id, name) {
   return new Promise((resolve, reject) => {
     pending[id] = { resolve, reject, name };
   });
-}
+};
+internals.failed = function failed(name, error) {
+  return PromiseReject(new ToolCallError(name, messageOf(error)));
+};
 
 internals.settle = function settle(id, ok, payload) {
   const entry = pending[id];
@@ -88,24 +83,15 @@ const unknown = new P.Proxy(ObjectCreate(null), ObjectFreeze({
   },
 }));
 
-// The tools are own properties (a plain property read, no trap), frozen.
+// The tools are own properties (a plain property read, no trap), frozen. Each is a native
+// function of the host that returns a promise.
 const tools = ObjectCreate(unknown);
 const names = H.toolNames;
+const functions = H.toolFunctions;
 for (let i = 0; i < names.length; i++) {
   const name = names[i][0];
   const alias = names[i][1];
-  const index = i;
-  const fn = {
-    [alias](args) {
-      let result;
-      try {
-        result = H.call(index, args === undefined ? {} : args, P, box, ObjectPrototype);
-      } catch (error) {
-        return PromiseReject(new ToolCallError(name, messageOf(error)));
-      }
-      return result !== box ? PromiseResolve(result) : waitFor(name);
-    },
-  }[alias];
+  const fn = functions[i];
   ObjectDefineProperty(tools, name, { value: fn, enumerable: true });
   if (alias !== name && !P.ObjectPrototypeHasOwnProperty(tools, alias)) {
     ObjectDefineProperty(tools, alias, { value: fn, enumerable: false });

@@ -18,14 +18,6 @@ install("clearTimeout", internals.clearTimeout);
 install("setInterval", internals.setInterval);
 install("clearInterval", internals.clearInterval);
 
-// `__codemode_at(n)` runs before the program's n-th await (the host numbers them), so a
-// deadlock can name where the program waits.
-let lastAwait = 0;
-install("__codemode_at", function __codemode_at(n) {
-  lastAwait = n;
-});
-internals.lastAwait = () => lastAwait;
-
 // The host's promise rejection tracker reports here; rejections still unhandled when the
 // program ends are logged.
 const unhandled = new P.Map();

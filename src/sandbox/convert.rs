@@ -25,6 +25,7 @@ use rquickjs::atom::PredefinedAtom;
 use rquickjs::object::Property;
 use rquickjs::{Array, Atom, BigInt, Coerced, Ctx, Filter, Function, Object, Type, Value};
 use serde_json::{Map, Number};
+use smallvec::SmallVec;
 
 use crate::value::{FxBuild, MAX_DEPTH, PathSeg};
 
@@ -36,10 +37,11 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 ///
 /// Only the two prototypes are read up front (every conversion needs them); the rest are
 /// read from the prelude's frozen primordials object when a value needs them.
+#[derive(Clone)]
 pub(crate) struct Primordials<'js> {
     source: Object<'js>,
-    object_prototype: std::cell::OnceCell<Option<Object<'js>>>,
-    array_prototype: std::cell::OnceCell<Option<Object<'js>>>,
+    object_prototype: Object<'js>,
+    array_prototype: Object<'js>,
 }
 
 /// Built-ins that are not JSON, with what to do instead.
@@ -59,39 +61,25 @@ const NOT_JSON_CLASSES: &[(&str, &str)] = &[
 
 impl<'js> Primordials<'js> {
     /// Reads the built-ins from `source` (the prelude's frozen primordials object).
+    ///
+    /// # Errors
+    /// When `source` lacks `ObjectPrototype` or `ArrayPrototype` (an engine error).
     pub(crate) fn capture(source: &Object<'js>) -> rquickjs::Result<Self> {
         Ok(Primordials {
-            object_prototype: std::cell::OnceCell::new(),
-            array_prototype: std::cell::OnceCell::new(),
+            object_prototype: source.get("ObjectPrototype")?,
+            array_prototype: source.get("ArrayPrototype")?,
             source: source.clone(),
         })
     }
 
-    /// As [`Primordials::capture`], with `Object.prototype` already at hand (the prelude
-    /// passes it with every call, which saves a property look-up).
-    pub(crate) fn with_object_prototype(
-        source: &Object<'js>,
-        object_prototype: Object<'js>,
-    ) -> Self {
-        Primordials {
-            object_prototype: std::cell::OnceCell::from(Some(object_prototype)),
-            array_prototype: std::cell::OnceCell::new(),
-            source: source.clone(),
-        }
-    }
-
     /// `Object.prototype` as it was before the program ran.
-    pub(crate) fn object_prototype(&self) -> Option<&Object<'js>> {
-        self.object_prototype
-            .get_or_init(|| self.source.get("ObjectPrototype").ok())
-            .as_ref()
+    pub(crate) fn object_prototype(&self) -> &Object<'js> {
+        &self.object_prototype
     }
 
     /// `Array.prototype` as it was before the program ran.
-    pub(crate) fn array_prototype(&self) -> Option<&Object<'js>> {
-        self.array_prototype
-            .get_or_init(|| self.source.get("ArrayPrototype").ok())
-            .as_ref()
+    pub(crate) fn array_prototype(&self) -> &Object<'js> {
+        &self.array_prototype
     }
 
     fn get<T: rquickjs::FromJs<'js>>(&self, name: &str) -> rquickjs::Result<T> {
@@ -119,8 +107,9 @@ impl From<rquickjs::Error> for ConvertError {
 pub(crate) struct ToJson<'a, 'js> {
     ctx: &'a Ctx<'js>,
     prim: &'a Primordials<'js>,
-    /// Objects being converted, for cycle detection.
-    stack: Vec<Object<'js>>,
+    /// Objects being converted, for cycle detection (inline for the usual shallow values:
+    /// no allocation per call).
+    stack: SmallVec<[Object<'js>; 8]>,
     /// Approximate JSON text bytes produced so far.
     bytes: usize,
     max_bytes: usize,
@@ -132,12 +121,22 @@ pub(crate) struct ToJson<'a, 'js> {
     keys: HashMap<Atom<'js>, String, FxBuild>,
     /// The run's stop flags, polled every [`STOP_POLL`] values.
     flags: Option<&'a super::flags::RunFlags>,
-    /// Whether the prototypes of plain objects and arrays carry a `toJSON` (see
-    /// [`ToJson::prototypes_have_to_json`]).
-    planted_to_json: Option<bool>,
+    /// Whether `Object.prototype` and `Array.prototype` carry a `toJSON`, once looked at
+    /// (see [`ToJson::planted_to_json`]).
+    planted: (Option<bool>, Option<bool>),
     visited: usize,
     /// Deepest nesting accepted: [`MAX_DEPTH`] unless set lower.
     max_depth: usize,
+}
+
+/// What an object is to `toJSON`: an object or array whose prototype is the original
+/// `Object.prototype` or `Array.prototype`, one with no prototype, or anything else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    Object,
+    Array,
+    NullPrototype,
+    No,
 }
 
 /// How many values a conversion walks between two looks at the run's stop flags.
@@ -169,7 +168,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         ToJson {
             ctx,
             prim,
-            stack: Vec::new(),
+            stack: SmallVec::new(),
             bytes: 0,
             max_bytes,
             limit_name,
@@ -178,7 +177,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
             keys: HashMap::default(),
             flags: None,
             visited: 0,
-            planted_to_json: None,
+            planted: (None, None),
             max_depth: MAX_DEPTH,
         }
     }
@@ -344,16 +343,15 @@ impl<'a, 'js> ToJson<'a, 'js> {
         let is_array = matches!(ty, Type::Array);
         let proto = obj.get_prototype();
         let plain = match &proto {
-            None => true,
-            Some(p) => {
-                Some(p) == self.prim.object_prototype()
-                    || (is_array && Some(p) == self.prim.array_prototype())
-            }
+            None => Plain::NullPrototype,
+            Some(p) if p == self.prim.object_prototype() => Plain::Object,
+            Some(p) if is_array && p == self.prim.array_prototype() => Plain::Array,
+            Some(_) => Plain::No,
         };
         // toJSON first, as JSON.stringify does; but a toJSON a program planted on
         // `Object.prototype` or `Array.prototype` does not change how plain objects and
         // arrays convert: for those, only their own toJSON counts.
-        let to_json: Value<'js> = if plain && self.prototypes_have_to_json() {
+        let to_json: Value<'js> = if self.planted_to_json(plain) {
             let own: bool = self
                 .prim
                 .get::<Function<'js>>("ObjectPrototypeHasOwnProperty")
@@ -395,7 +393,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 "{path}: the value is cyclic (it contains itself)"
             )));
         }
-        if !plain
+        if plain == Plain::No
             && !is_array
             && !matches!(ty, Type::Exception)
             && let Some(msg) = self.unsupported(&obj)
@@ -412,18 +410,21 @@ impl<'a, 'js> ToJson<'a, 'js> {
         result
     }
 
-    /// Whether a program gave `Object.prototype` or `Array.prototype` a `toJSON` (checked
-    /// once per conversion).
-    fn prototypes_have_to_json(&mut self) -> bool {
-        if let Some(v) = self.planted_to_json {
-            return v;
-        }
-        let has = |p: Option<&Object<'js>>| {
-            p.is_some_and(|p| p.contains_key(self.to_json.clone()).unwrap_or(true))
+    /// Whether the prototype chain of a plain object or array carries a `toJSON` a program
+    /// planted on `Object.prototype` or `Array.prototype` (each looked at once per
+    /// conversion, and only when a value of that kind is met).
+    fn planted_to_json(&mut self, plain: Plain) -> bool {
+        let look = |cached: &mut Option<bool>, proto: &Object<'js>| {
+            *cached.get_or_insert_with(|| proto.contains_key(self.to_json.clone()).unwrap_or(true))
         };
-        let v = has(self.prim.object_prototype()) || has(self.prim.array_prototype());
-        self.planted_to_json = Some(v);
-        v
+        match plain {
+            Plain::No | Plain::NullPrototype => false,
+            Plain::Object => look(&mut self.planted.0, self.prim.object_prototype()),
+            Plain::Array => {
+                look(&mut self.planted.0, self.prim.object_prototype())
+                    || look(&mut self.planted.1, self.prim.array_prototype())
+            }
+        }
     }
 
     /// A message when `obj` is a built-in that is not JSON.
@@ -665,10 +666,7 @@ impl<'a, 'js> ToJs<'a, 'js> {
                         None => {
                             let atom = Atom::from_str(ctx.clone(), k)?;
                             let settable = k != "__proto__"
-                                && match self.prim.object_prototype() {
-                                    Some(proto) => !proto.contains_key(atom.clone())?,
-                                    None => false,
-                                };
+                                && !self.prim.object_prototype().contains_key(atom.clone())?;
                             self.atoms.insert(k.as_str(), (atom.clone(), settable));
                             (atom, settable)
                         }
@@ -692,12 +690,7 @@ impl<'a, 'js> ToJs<'a, 'js> {
             return Ok(safe);
         }
         let mut safe = true;
-        let protos = [self.prim.array_prototype(), self.prim.object_prototype()];
-        if protos.iter().any(Option::is_none) {
-            self.indices_safe = Some(false);
-            return Ok(false);
-        }
-        for proto in protos.into_iter().flatten() {
+        for proto in [self.prim.array_prototype(), self.prim.object_prototype()] {
             for key in proto.own_keys::<Atom<'js>>(Filter::new().string()) {
                 let key = key?
                     .to_js_string()

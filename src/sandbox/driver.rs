@@ -14,9 +14,11 @@
 //!   └──────────────────────────────────────────────────┘
 //! ```
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -24,6 +26,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::{Future, FutureExt};
 use rquickjs::context::EvalOptions;
+use rquickjs::function::Opt;
 use rquickjs::promise::PromiseState;
 use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Exception, Function, Object, Promise, Value};
 use tokio_util::sync::CancellationToken;
@@ -318,7 +321,8 @@ struct Prelude<'js> {
     settle: Function<'js>,
     fire_timer: Function<'js>,
     inspect: Function<'js>,
-    last_await: Function<'js>,
+    /// The program's `() => lastAwait` (see [`source::AWAIT_MARK`]), once evaluated.
+    last_await: Option<Function<'js>>,
     report_unhandled: Function<'js>,
 }
 
@@ -330,10 +334,13 @@ impl Driver<'_> {
         let engine_error = |e: rquickjs::Error| {
             ProgramError::new("InternalError", format!("the sandbox could not start: {e}"))
         };
+        let bridge = BridgeSlot::default();
+        let _release = ReleaseBridge(bridge.clone());
         let host = make_host(
             ctx,
             self.state.clone(),
             self.flags.clone(),
+            &bridge,
             &self.request.tools,
             &self.request.limits,
         )
@@ -353,21 +360,36 @@ impl Driver<'_> {
             )
         })?;
         let prims_obj: Object<'js> = internals.get("primordials").map_err(engine_error)?;
-        let js = Prelude {
+        let mut js = Prelude {
             prims: Primordials::capture(&prims_obj).map_err(engine_error)?,
             settle: internals.get("settle").map_err(engine_error)?,
             fire_timer: internals.get("fireTimer").map_err(engine_error)?,
             inspect: internals.get("inspect").map_err(engine_error)?,
-            last_await: internals.get("lastAwait").map_err(engine_error)?,
+            last_await: None,
             report_unhandled: internals.get("reportUnhandled").map_err(engine_error)?,
         };
         let run_default: Function<'js> = internals.get("runDefault").map_err(engine_error)?;
+        *bridge.borrow_mut() = Some(Bridge {
+            prims: js.prims.clone(),
+            promise: prims_obj.get("Promise").map_err(engine_error)?,
+            resolve: prims_obj
+                .get::<_, Object<'js>>("Promise")
+                .and_then(|p| p.get("resolve"))
+                .map_err(engine_error)?,
+            wait_for: internals.get("waitFor").map_err(engine_error)?,
+            failed: internals.get("failed").map_err(engine_error)?,
+        });
 
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
         options.filename = Some(PROGRAM_FILE.to_owned());
-        let main: Function<'js> = match ctx.eval_with_options(self.program.code.as_str(), options) {
+        let evaluated: rquickjs::Result<rquickjs::Array<'js>> =
+            ctx.eval_with_options(self.program.code.as_str(), options);
+        let main: Function<'js> = match evaluated.and_then(|pair| {
+            js.last_await = Some(pair.get(1)?);
+            pair.get(0)
+        }) {
             Ok(f) => f,
             Err(rquickjs::Error::Exception) => {
                 let thrown = ctx.catch();
@@ -478,7 +500,11 @@ impl Driver<'_> {
 
     /// The deadlock error, naming the await the program last reached.
     fn deadlock(&self, js: &Prelude<'_>) -> ProgramError {
-        let last: usize = js.last_await.call(()).unwrap_or(0);
+        let last: usize = js
+            .last_await
+            .as_ref()
+            .and_then(|f| f.call(()).ok())
+            .unwrap_or(0);
         let made = lock(self.state).records.len();
         let calls = match made {
             0 => "no tool call was made".to_owned(),
@@ -895,29 +921,27 @@ fn make_host<'js>(
     ctx: &Ctx<'js>,
     state: Shared,
     flags: Arc<RunFlags>,
+    bridge: &BridgeSlot<'js>,
     tools: &[(String, String)],
     limits: &Limits,
 ) -> rquickjs::Result<Object<'js>> {
     let host = Object::new(ctx.clone())?;
 
-    let call_state = state.clone();
-    let call_flags = flags.clone();
-    host.set(
-        "call",
-        Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>,
-                  tool: usize,
-                  args: Value<'js>,
-                  prims: Object<'js>,
-                  reply: Object<'js>,
-                  object_prototype: Object<'js>|
-                  -> rquickjs::Result<Value<'js>> {
-                let prims = Primordials::with_object_prototype(&prims, object_prototype);
-                host_call(&ctx, &call_state, &call_flags, tool, args, prims, reply)
-            },
-        )?,
-    )?;
+    let functions = tools
+        .iter()
+        .enumerate()
+        .map(|(index, (_, alias))| {
+            let (state, flags, bridge) = (state.clone(), flags.clone(), bridge.clone());
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, args: Opt<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+                    tool_function(&ctx, &state, &flags, &bridge, index, args.0)
+                },
+            )?
+            .with_name(alias)
+        })
+        .collect::<rquickjs::Result<Vec<_>>>()?;
+    host.set("toolFunctions", functions)?;
 
     let unknown_state = state.clone();
     host.set(
@@ -984,74 +1008,133 @@ fn make_host<'js>(
     Ok(host)
 }
 
-/// `tools.<name>(args)`: converts the arguments, starts the call and polls it once. Returns
-/// the result's value when the call finished at once; otherwise fills `reply` (`id` of the
-/// call in flight, or `id` 0 and `error`) and returns `reply`.
+/// What the tool functions need from the prelude: set once the prelude has run, and
+/// emptied when the program ends, since the engine must not be freed while Rust holds its
+/// values.
+struct Bridge<'js> {
+    prims: Primordials<'js>,
+    /// `Promise` and `Promise.resolve` as they were before the program ran.
+    promise: Object<'js>,
+    resolve: Function<'js>,
+    /// `waitFor(id, name)` and `failed(name, error)` of 20_tools.js.
+    wait_for: Function<'js>,
+    failed: Function<'js>,
+}
+
+type BridgeSlot<'js> = Rc<RefCell<Option<Bridge<'js>>>>;
+
+/// Empties the bridge when the run's driver is done (also on a panic).
+struct ReleaseBridge<'js>(BridgeSlot<'js>);
+
+impl Drop for ReleaseBridge<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut bridge) = self.0.try_borrow_mut() {
+            bridge.take();
+        }
+    }
+}
+
+/// How a call started from a tool function went.
+enum Started<'js> {
+    /// It finished at once: its result.
+    Done(Value<'js>),
+    /// It is in flight (or queued) under this id.
+    Pending(u64),
+    /// It failed before or while starting.
+    Failed(String),
+}
+
+/// `tools.<name>(args)`: a promise of the call's result, rejected with a `ToolCallError`
+/// when the call fails (also when its arguments cannot be read).
+fn tool_function<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    flags: &RunFlags,
+    bridge: &BridgeSlot<'js>,
+    tool: usize,
+    args: Option<Value<'js>>,
+) -> rquickjs::Result<Value<'js>> {
+    let slot = bridge.borrow();
+    let Some(b) = slot.as_ref() else {
+        return Err(Exception::throw_message(ctx, "the run has ended"));
+    };
+    let Some(name) = lock(state).tool_names.get(tool).cloned() else {
+        return Err(Exception::throw_message(ctx, "no such tool"));
+    };
+    let args = args.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+    match host_call(ctx, state, flags, tool, &name, args, &b.prims) {
+        Ok(Started::Done(value)) => b
+            .resolve
+            .call((rquickjs::function::This(b.promise.clone()), value)),
+        Ok(Started::Pending(id)) => b.wait_for.call((id as f64, &*name)),
+        Ok(Started::Failed(message)) => b.failed.call((&*name, message)),
+        Err(rquickjs::Error::Exception) => {
+            let thrown = ctx.catch();
+            if thrown.is_uncatchable_error() {
+                // An interrupt or out-of-memory ends the run: not the call's error.
+                return Err(ctx.throw(thrown));
+            }
+            b.failed.call((&*name, thrown))
+        }
+        Err(e) => b.failed.call((&*name, e.to_string())),
+    }
+}
+
+/// Converts the arguments, starts the call and polls it once.
 fn host_call<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     flags: &RunFlags,
     tool: usize,
+    name: &Arc<str>,
     args: Value<'js>,
-    prims: Primordials<'js>,
-    reply: Object<'js>,
-) -> rquickjs::Result<Value<'js>> {
-    let (max_calls, max_bytes, made, name) = {
+    prims: &Primordials<'js>,
+) -> rquickjs::Result<Started<'js>> {
+    let (max_calls, max_bytes, made) = {
         let st = lock(state);
-        let Some(name) = st.tool_names.get(tool).cloned() else {
-            drop(st);
-            return Err(Exception::throw_message(ctx, "no such tool"));
-        };
         (
             st.limits.max_tool_calls,
             st.limits.max_tool_input_bytes,
             st.records.len(),
-            name,
         )
     };
     if made >= max_calls {
-        return Err(Exception::throw_message(
-            ctx,
-            &format!(
-                "this run reached its limit of {max_calls} tool calls; no more calls can start"
-            ),
-        ));
+        return Ok(Started::Failed(format!(
+            "this run reached its limit of {max_calls} tool calls; no more calls can start"
+        )));
     }
     // Convert with the lock released: getters and toJSON run JavaScript.
-    let mut conv = ToJson::new(ctx, &prims, max_bytes, "tool input").watching(flags);
+    let mut conv = ToJson::new(ctx, prims, max_bytes, "tool input").watching(flags);
     let json = match conv.convert_root(args, &PathSeg::Root("args")) {
         Ok(Some(v)) => v,
         Ok(None) => serde_json::Value::Object(Default::default()),
         Err(ConvertError::Invalid(message)) => {
-            return Err(Exception::throw_message(
-                ctx,
-                &format!("invalid arguments for {name}: {message}"),
-            ));
+            return Ok(Started::Failed(format!(
+                "invalid arguments for {name}: {message}"
+            )));
         }
         Err(ConvertError::Engine(e)) => return Err(e),
         Err(ConvertError::Stopped) => {
-            return Err(Exception::throw_message(ctx, "the run is stopping"));
+            return Ok(Started::Failed("the run is stopping".to_owned()));
         }
     };
+    drop(conv);
     let (id, mut call, waker, max_output) = {
         let mut st = lock(state);
         let id = st.next_id;
         st.next_id += 1;
         st.records.push((tool, CallStatus::Cancelled, NOT_STARTED));
+        st.started_at.push(None);
         if st.in_flight >= st.limits.max_in_flight {
-            st.started_at.push(None);
             st.queued.push_back(QueuedCall {
                 id,
                 tool,
                 args: json,
             });
-            drop(st);
-            reply.set("id", id as f64)?;
-            return Ok(reply.into_value());
+            return Ok(Started::Pending(id));
         }
-        st.started_at.push(None);
         st.in_flight += 1;
-        let call = st.dispatch.start(id, name, json);
+        let call = st.dispatch.start(id, name.clone(), json);
         (id, call, st.waker.clone(), st.limits.max_tool_output_bytes)
     };
     // Poll once now: a tool that is ready at once answers without a trip through the loop.
@@ -1063,14 +1146,10 @@ fn host_call<'js>(
             st.in_flight = st.in_flight.saturating_sub(1);
             st.finish_record(id, status_of(&outcome), Some(outcome.elapsed()));
         }
-        return match settle_value(ctx, &prims, &outcome, max_output)? {
-            Ok(value) => Ok(value),
-            Err(message) => {
-                reply.set("id", 0)?;
-                reply.set("error", message)?;
-                Ok(reply.into_value())
-            }
-        };
+        return Ok(match settle_value(ctx, prims, &outcome, max_output)? {
+            Ok(value) => Started::Done(value),
+            Err(message) => Started::Failed(message),
+        });
     }
     {
         let mut st = lock(state);
@@ -1079,8 +1158,7 @@ fn host_call<'js>(
         }
         st.started.push(call);
     }
-    reply.set("id", id as f64)?;
-    Ok(reply.into_value())
+    Ok(Started::Pending(id))
 }
 
 #[cfg(test)]

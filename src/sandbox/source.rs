@@ -27,15 +27,19 @@ use swc_ecma_parser::error::SyntaxError;
 use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
 use swc_ecma_visit::{Visit, VisitWith};
 
-/// The text put before the program body, on its first line.
-const PREFIX: &str = "(async function program() {";
+/// The text put before the program body, on its first line: the program's function sits
+/// in a closure with the await mark (see [`AWAIT_MARK`]), and the code evaluates to
+/// `[program, () => lastAwait]`.
+const PREFIX: &str = "(function(){let __codemode_at=0;return[async function program() {";
 /// The text put after the program body.
-const SUFFIX: &str = "\n})";
+const SUFFIX: &str = "\n},()=>__codemode_at]})()";
 
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
-    /// JavaScript whose completion value is the async function to call.
+    /// JavaScript whose completion value is `[program, lastAwait]`: the async function to
+    /// call, and a function returning the number of the await the program last reached
+    /// (0 before the first; see [`AWAIT_MARK`]).
     pub(crate) code: String,
     /// When the program was `export default <expr>`: call the value if it is a function.
     pub(crate) call_default: bool,
@@ -459,7 +463,9 @@ pub(crate) struct AwaitSite {
     pub(crate) text: String,
 }
 
-/// The global the prelude installs: `__codemode_at(n)` records the await about to happen.
+/// The variable of the wrapper (see [`PREFIX`]) that records the await about to happen:
+/// `await x` becomes `await (__codemode_at = n, x)`, an assignment to a closure variable
+/// (a call per await cost a measurable share of a sequential tool call).
 pub(crate) const AWAIT_MARK: &str = "__codemode_at";
 
 struct AwaitFinder {
@@ -600,7 +606,7 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
         });
         edits.push(Edit {
             start: off(arg_lo),
-            kind: EditKind::Insert(format!("({AWAIT_MARK}({}), ", n + 1)),
+            kind: EditKind::Insert(format!("({AWAIT_MARK} = {}, ", n + 1)),
         });
         edits.push(Edit {
             start: off(arg_hi),
