@@ -10,7 +10,7 @@
 
 const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, Promise, PromiseReject, String } = P;
+const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, PromiseReject, String } = P;
 
 class ToolCallError extends P.Error {
   constructor(toolName, message) {
@@ -22,6 +22,9 @@ class ToolCallError extends P.Error {
   }
 }
 ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError", writable: false, enumerable: false, configurable: false });
+// No frames (they would show only the prelude's own functions, not the program), and no
+// own property beyond the three fields.
+ObjectDefineProperty(ToolCallError.prototype, "stack", { value: "", writable: false, enumerable: false, configurable: false });
 ObjectFreeze(ToolCallError.prototype);
 ObjectFreeze(ToolCallError);
 
@@ -36,31 +39,14 @@ function messageOf(error) {
   }
 }
 
-// Pending calls by id; a null-prototype object, so no program change to prototypes
-// reaches it.
-const pending = ObjectCreate(null);
-
-// The host calls these from a tool function (see `host.toolFunctions`): the promise of a
-// call in flight, settled later through `settle`; and the rejection of a call that failed
-// before or while starting (`error` is a message, or what a conversion threw).
-internals.waitFor = function waitFor(id, name) {
-  return new Promise((resolve, reject) => {
-    pending[id] = { resolve, reject, name };
-  });
-};
+// The host calls these from a tool function (see `host.toolFunctions`): the rejection of a
+// call that failed before or while starting (`error` is a message, or what a conversion
+// threw), and the error a call in flight rejects with.
 internals.failed = function failed(name, error) {
   return PromiseReject(new ToolCallError(name, messageOf(error)));
 };
-
-internals.settle = function settle(id, ok, payload) {
-  const entry = pending[id];
-  if (entry === undefined) return;
-  delete pending[id];
-  if (ok) {
-    entry.resolve(payload);
-  } else {
-    entry.reject(new ToolCallError(entry.name, payload));
-  }
+internals.toolError = function toolError(name, message) {
+  return new ToolCallError(name, message);
 };
 
 // Names that generic code probes on any object: they are never tools, and reading them

@@ -16,7 +16,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -40,7 +40,7 @@ use super::source::{self, Program};
 use super::{Limits, prelude, reaper, watchdog};
 use crate::dispatch::registry::unknown_tool_message;
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
-use crate::value::{PathSeg, json_size};
+use crate::value::{FxBuild, PathSeg, json_size};
 
 /// Everything one run needs.
 pub(crate) struct RunRequest {
@@ -318,7 +318,8 @@ const NOT_STARTED: u64 = u64::MAX;
 /// The JavaScript functions of the prelude the loop calls.
 struct Prelude<'js> {
     prims: Primordials<'js>,
-    settle: Function<'js>,
+    /// What the tool functions share with the loop (pending calls' resolving functions).
+    bridge: BridgeSlot<'js>,
     fire_timer: Function<'js>,
     inspect: Function<'js>,
     /// The program's `() => lastAwait` (see [`source::AWAIT_MARK`]), once evaluated.
@@ -362,7 +363,7 @@ impl Driver<'_> {
         let prims_obj: Object<'js> = internals.get("primordials").map_err(engine_error)?;
         let mut js = Prelude {
             prims: Primordials::capture(&prims_obj).map_err(engine_error)?,
-            settle: internals.get("settle").map_err(engine_error)?,
+            bridge: bridge.clone(),
             fire_timer: internals.get("fireTimer").map_err(engine_error)?,
             inspect: internals.get("inspect").map_err(engine_error)?,
             last_await: None,
@@ -376,8 +377,9 @@ impl Driver<'_> {
                 .get::<_, Object<'js>>("Promise")
                 .and_then(|p| p.get("resolve"))
                 .map_err(engine_error)?,
-            wait_for: internals.get("waitFor").map_err(engine_error)?,
             failed: internals.get("failed").map_err(engine_error)?,
+            tool_error: internals.get("toolError").map_err(engine_error)?,
+            pending: RefCell::default(),
         });
 
         let mut options = EvalOptions::default();
@@ -663,9 +665,22 @@ impl Driver<'_> {
             _ => status_of(&outcome),
         };
         lock(self.state).finish_record(id, status, Some(outcome.elapsed()));
+        let slot = js.bridge.borrow();
+        let Some(bridge) = slot.as_ref() else {
+            return Ok(());
+        };
+        // Out of the map before any JavaScript runs (resolving can run a `then` getter,
+        // which can start calls).
+        let waiting = bridge.pending.borrow_mut().remove(&id);
+        let Some(waiting) = waiting else {
+            return Ok(());
+        };
         let settled = match converted {
-            Ok(Ok(value)) => js.settle.call::<_, ()>((id as f64, true, value)),
-            Ok(Err(message)) => js.settle.call::<_, ()>((id as f64, false, message)),
+            Ok(Ok(value)) => waiting.resolve.call::<_, ()>((value,)),
+            Ok(Err(message)) => bridge
+                .tool_error
+                .call::<_, Value<'js>>((&*waiting.name, message))
+                .and_then(|error| waiting.reject.call::<_, ()>((error,))),
             Err(e) => Err(e),
         };
         if let Err(e) = settled {
@@ -938,7 +953,8 @@ fn make_host<'js>(
                     tool_function(&ctx, &state, &flags, &bridge, index, args.0)
                 },
             )?
-            .with_name(alias)
+            .with_name(alias)?
+            .with_length(1)
         })
         .collect::<rquickjs::Result<Vec<_>>>()?;
     host.set("toolFunctions", functions)?;
@@ -1016,9 +1032,18 @@ struct Bridge<'js> {
     /// `Promise` and `Promise.resolve` as they were before the program ran.
     promise: Object<'js>,
     resolve: Function<'js>,
-    /// `waitFor(id, name)` and `failed(name, error)` of 20_tools.js.
-    wait_for: Function<'js>,
+    /// `failed(name, error)` and `toolError(name, message)` of 20_tools.js.
     failed: Function<'js>,
+    tool_error: Function<'js>,
+    /// The promises of calls in flight or queued, by call id.
+    pending: RefCell<HashMap<u64, Waiting<'js>, FxBuild>>,
+}
+
+/// The resolving functions of the promise a call in flight returned.
+struct Waiting<'js> {
+    resolve: Function<'js>,
+    reject: Function<'js>,
+    name: Arc<str>,
 }
 
 type BridgeSlot<'js> = Rc<RefCell<Option<Bridge<'js>>>>;
@@ -1066,7 +1091,18 @@ fn tool_function<'js>(
         Ok(Started::Done(value)) => b
             .resolve
             .call((rquickjs::function::This(b.promise.clone()), value)),
-        Ok(Started::Pending(id)) => b.wait_for.call((id as f64, &*name)),
+        Ok(Started::Pending(id)) => {
+            let (promise, resolve, reject) = Promise::new(ctx)?;
+            b.pending.borrow_mut().insert(
+                id,
+                Waiting {
+                    resolve,
+                    reject,
+                    name,
+                },
+            );
+            Ok(promise.into_value())
+        }
         Ok(Started::Failed(message)) => b.failed.call((&*name, message)),
         Err(rquickjs::Error::Exception) => {
             let thrown = ctx.catch();

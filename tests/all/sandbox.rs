@@ -69,6 +69,69 @@ async fn names_that_are_not_identifiers_dispatch_by_name_and_by_alias() {
 }
 
 #[tokio::test]
+async fn tool_functions_are_native_and_reentrant() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    h.add(sleeper(
+        "sleepy",
+        Arc::default(),
+        Arc::default(),
+        Arc::default(),
+    ));
+    // Shape of the functions; a ToolCallError carries no prelude frames.
+    let r = h
+        .ok("try { await tools.echo(1) } catch (e) { return [tools.echo.name, tools.echo.length, typeof tools.echo, e.stack, Object.keys(e), e instanceof ToolCallError] }")
+        .await;
+    assert_eq!(
+        r,
+        json!([
+            "echo",
+            1,
+            "function",
+            "",
+            ["name", "toolName", "message"],
+            true
+        ])
+    );
+    // Calls started from a getter while arguments convert, and from a `then` getter a
+    // program planted on Object.prototype while results settle (sync and in flight).
+    let r = h
+        .ok(r#"
+            let thens = 0;
+            Object.defineProperty(Object.prototype, "then", { configurable: true, get() {
+                thens++;
+                if (thens < 4) { tools.echo({ from: "then" }); tools.sleepy({ ms: 1 }); }
+                return undefined;
+            } });
+            const args = { get inner() { tools.echo({ from: "getter" }); return 1; } };
+            const r = await Promise.all([tools.echo(args), tools.sleepy({ ms: 5 }), tools.echo({ x: 2 })]);
+            delete Object.prototype.then;
+            return [r, thens > 0];
+        "#)
+        .await;
+    assert_eq!(r, json!([[{"inner": 1}, 5, {"x": 2}], true]));
+    // An unhandled rejection of a call in flight is logged without internal frames.
+    h.add(
+        Tool::builder("fails_later")
+            .execute(|_a, _e| async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Err(ToolError::new("it broke"))
+            })
+            .build()
+            .unwrap(),
+    );
+    let v = h
+        .run("tools.fails_later(); await new Promise(r => setTimeout(r, 30)); return 1")
+        .await;
+    assert_eq!(v["result"], 1, "{v:#}");
+    assert_eq!(
+        v["logs"],
+        json!([{"level": "error", "text": "Unhandled promise rejection: [ToolCallError: it broke]"}]),
+        "{v:#}"
+    );
+}
+
+#[tokio::test]
 async fn calls_run_concurrently_bounded_by_max_in_flight() {
     let peak = Arc::new(AtomicUsize::new(0));
     let now = Arc::new(AtomicUsize::new(0));
