@@ -983,6 +983,13 @@ fn make_host<'js>(
         Function::new(
             ctx.clone(),
             move |level: String, text: rquickjs::String<'js>| {
+                // A run that is stopping keeps no more lines, and each call returns at
+                // once: the engine checks for an interrupt only every few thousand
+                // operations, and a flood of long lines would otherwise push that check
+                // well past the deadline.
+                if log_flags.should_interrupt() {
+                    return;
+                }
                 let text = text.to_string().unwrap_or_else(|_| {
                     "[console text with a lone surrogate could not be shown]".into()
                 });
