@@ -322,7 +322,7 @@ struct Prelude<'js> {
     bridge: BridgeSlot<'js>,
     fire_timer: Function<'js>,
     inspect: Function<'js>,
-    /// The program's `() => lastAwait` (see [`source::AWAIT_MARK`]), once evaluated.
+    /// The program's `() => lastAwait` (see the await mark in `source.rs`), once evaluated.
     last_await: Option<Function<'js>>,
     report_unhandled: Function<'js>,
 }
@@ -518,7 +518,7 @@ impl Driver<'_> {
                 let mut e = ProgramError::new(
                     "DeadlockError",
                     format!(
-                        "the program waits at `await {}` for a promise that nothing can settle: no tool call is in flight, no timer is pending, and {calls}",
+                        "the program waits for a promise that nothing can settle (the last await it reached is `await {}`): no tool call is in flight, no timer is pending, and {calls}",
                         site.text
                     ),
                 );

@@ -27,23 +27,52 @@ use swc_ecma_parser::error::SyntaxError;
 use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
 use swc_ecma_visit::{Visit, VisitWith};
 
-/// The text put before the program body, on its first line: the program's function sits
-/// in a closure with the await mark (see [`AWAIT_MARK`]), and the code evaluates to
-/// `[program, () => lastAwait]`.
-const PREFIX: &str = "(function(){let __codemode_at=0;return[async function program() {";
-/// The text put after the program body.
-const SUFFIX: &str = "\n},()=>__codemode_at]})()";
+/// The wrapper around the program body and its await mark (see [`wrapper`]).
+struct Wrapper {
+    /// Put before the program body, on its first line: the program's function sits in a
+    /// closure with the await mark, and the code evaluates to `[program, () => lastAwait]`.
+    prefix: String,
+    /// Put after the program body.
+    suffix: String,
+    /// The variable that records the await about to happen: `await x` becomes
+    /// `await (MARK = n, x)`, an assignment to a closure variable (a call per await cost a
+    /// measurable share of a sequential tool call).
+    mark: String,
+}
+
+/// The wrapper of this process. The mark's name ends in 16 random hex digits, so that no
+/// program declares, shadows or reads it by accident (a program's own `__codemode_at`
+/// would otherwise have been overwritten at every await).
+fn wrapper() -> &'static Wrapper {
+    static WRAPPER: std::sync::OnceLock<Wrapper> = std::sync::OnceLock::new();
+    WRAPPER.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(0x636f_6465_6d6f_6465);
+        let mark = format!("__codemode_at_{:016x}", hasher.finish());
+        Wrapper {
+            prefix: format!("(function(){{let {mark}=0;return[async function program() {{"),
+            suffix: format!("\n}},()=>{mark}]}})()"),
+            mark,
+        }
+    })
+}
+
+/// The prefix's length in characters (the columns it shifts on line 1).
+fn prefix_chars() -> u32 {
+    wrapper().prefix.chars().count() as u32
+}
 
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
     /// JavaScript whose completion value is `[program, lastAwait]`: the async function to
     /// call, and a function returning the number of the await the program last reached
-    /// (0 before the first; see [`AWAIT_MARK`]).
+    /// (0 before the first; see [`Wrapper::mark`]).
     pub(crate) code: String,
     /// When the program was `export default <expr>`: call the value if it is a function.
     pub(crate) call_default: bool,
-    /// The program's awaits, numbered from 1 (see [`AWAIT_MARK`]).
+    /// The program's awaits, numbered from 1 (see [`Wrapper::mark`]).
     pub(crate) awaits: Vec<AwaitSite>,
     map: PositionMap,
 }
@@ -73,7 +102,7 @@ impl Program {
     pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
         // The engine counts columns in UTF-8 bytes; positions here are in characters.
         let column = self.char_column(line, column);
-        if line == 1 && (column as usize) <= PREFIX.chars().count() {
+        if line == 1 && column <= prefix_chars() {
             return None;
         }
         Some(self.map.original(line, column))
@@ -100,7 +129,7 @@ impl PositionMap {
         let l0 = line.saturating_sub(1);
         let mut c0 = column.saturating_sub(1);
         if l0 == 0 {
-            c0 = c0.saturating_sub(PREFIX.chars().count() as u32);
+            c0 = c0.saturating_sub(prefix_chars());
         }
         let mut shift = 0;
         for &(il, ic, len) in &self.insertions {
@@ -186,8 +215,9 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     let module = parse(body).map_err(|e| e.shifted(line_offset))?;
     let plan = plan_edits(body, &module).map_err(|e| e.shifted(line_offset))?;
 
-    let mut edited = String::with_capacity(PREFIX.len() + body.len() + SUFFIX.len() + 32);
-    edited.push_str(PREFIX);
+    let wrap = wrapper();
+    let mut edited = String::with_capacity(wrap.prefix.len() + body.len() + wrap.suffix.len() + 32);
+    edited.push_str(&wrap.prefix);
     let mut last = 0usize;
     let lines = LineIndex::new(body);
     for edit in &plan.edits {
@@ -211,7 +241,7 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
         edited.push('\n');
         edited.push_str(tail);
     }
-    edited.push_str(SUFFIX);
+    edited.push_str(&wrap.suffix);
 
     let code = strip_types(edited).map_err(|mut e| {
         if let (Some(l), Some(c)) = (e.line, e.column) {
@@ -463,11 +493,6 @@ pub(crate) struct AwaitSite {
     pub(crate) text: String,
 }
 
-/// The variable of the wrapper (see [`PREFIX`]) that records the await about to happen:
-/// `await x` becomes `await (__codemode_at = n, x)`, an assignment to a closure variable
-/// (a call per await cost a measurable share of a sequential tool call).
-pub(crate) const AWAIT_MARK: &str = "__codemode_at";
-
 struct AwaitFinder {
     spans: Vec<(BytePos, BytePos, BytePos)>,
 }
@@ -606,7 +631,7 @@ fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
         });
         edits.push(Edit {
             start: off(arg_lo),
-            kind: EditKind::Insert(format!("({AWAIT_MARK} = {}, ", n + 1)),
+            kind: EditKind::Insert(format!("({} = {}, ", wrapper().mark, n + 1)),
         });
         edits.push(Edit {
             start: off(arg_hi),
@@ -833,7 +858,7 @@ mod tests {
     fn last_expression_becomes_the_result() {
         let p = prepare("const a = 1;\na + 1").unwrap();
         assert!(p.code.contains("return a + 1"), "{}", p.code);
-        assert!(p.code.starts_with(PREFIX));
+        assert!(p.code.starts_with(&wrapper().prefix));
     }
 
     #[test]
@@ -899,7 +924,7 @@ mod tests {
     fn insertion_shifts_only_later_columns() {
         let p = prepare("x.y").unwrap();
         // `return ` was inserted before x on line 1 after the prefix.
-        let col_in_code = PREFIX.len() as u32 + "return ".len() as u32 + 1;
+        let col_in_code = wrapper().prefix.len() as u32 + "return ".len() as u32 + 1;
         assert_eq!(p.original_position(1, col_in_code), Some((1, 1)));
         assert_eq!(p.original_position(1, 1), None);
     }

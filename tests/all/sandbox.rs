@@ -132,6 +132,25 @@ async fn tool_functions_are_native_and_reentrant() {
 }
 
 #[tokio::test]
+async fn the_await_marks_never_touch_the_program_s_own_names() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let r = h
+        .ok("let __codemode_at = 5; await tools.echo({}); const __codemode_at_0 = 1; await 1; return [__codemode_at, __codemode_at_0, typeof __codemode_at_1]")
+        .await;
+    assert_eq!(r, json!([5, 1, "undefined"]));
+    // A program's own `var` of that name does not hide where it waits.
+    let e = h
+        .err("var __codemode_at = 'x';\nawait tools.echo({});\nawait new Promise(() => {});")
+        .await;
+    assert_eq!(e["name"], "DeadlockError", "{e:#}");
+    assert_eq!(
+        (e["line"].clone(), e["column"].clone()),
+        (json!(3), json!(1))
+    );
+}
+
+#[tokio::test]
 async fn calls_run_concurrently_bounded_by_max_in_flight() {
     let peak = Arc::new(AtomicUsize::new(0));
     let now = Arc::new(AtomicUsize::new(0));
