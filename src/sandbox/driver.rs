@@ -397,7 +397,7 @@ impl Driver<'_> {
                 let thrown = ctx.catch();
                 return Err(self
                     .stopped()
-                    .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
+                    .unwrap_or_else(|| self.program_error(&thrown, &js)));
             }
             Err(e) => return Err(engine_error(e)),
         };
@@ -415,7 +415,7 @@ impl Driver<'_> {
                 let thrown = ctx.catch();
                 return Err(self
                     .stopped()
-                    .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
+                    .unwrap_or_else(|| self.program_error(&thrown, &js)));
             }
             Err(e) => return Err(engine_error(e)),
         };
@@ -454,7 +454,7 @@ impl Driver<'_> {
                     let thrown = ctx.catch();
                     return Err(self
                         .stopped()
-                        .unwrap_or_else(|| self.program_error(&thrown, Some(&js.inspect))));
+                        .unwrap_or_else(|| self.program_error(&thrown, js)));
                 }
                 PromiseState::Pending => {}
             }
@@ -500,20 +500,21 @@ impl Driver<'_> {
         }
     }
 
+    /// The await the program last reached, if it reached one.
+    fn last_await_site(&self, js: &Prelude<'_>) -> Option<&source::AwaitSite> {
+        let last: usize = js.last_await.as_ref().and_then(|f| f.call(()).ok())?;
+        self.program.awaits.get(last.checked_sub(1)?)
+    }
+
     /// The deadlock error, naming the await the program last reached.
     fn deadlock(&self, js: &Prelude<'_>) -> ProgramError {
-        let last: usize = js
-            .last_await
-            .as_ref()
-            .and_then(|f| f.call(()).ok())
-            .unwrap_or(0);
         let made = lock(self.state).records.len();
         let calls = match made {
             0 => "no tool call was made".to_owned(),
             1 => "its 1 tool call had finished".to_owned(),
             n => format!("its {n} tool calls had finished"),
         };
-        let mut error = match last.checked_sub(1).and_then(|i| self.program.awaits.get(i)) {
+        let mut error = match self.last_await_site(js) {
             Some(site) => {
                 let mut e = ProgramError::new(
                     "DeadlockError",
@@ -573,13 +574,19 @@ impl Driver<'_> {
         })
     }
 
-    fn program_error<'js>(
-        &self,
-        thrown: &Value<'js>,
-        inspect: Option<&Function<'js>>,
-    ) -> ProgramError {
-        let shown = inspect.and_then(|f| f.call::<_, String>((thrown.clone(),)).ok());
-        let error = program_error(self.program, thrown, shown);
+    fn program_error<'js>(&self, thrown: &Value<'js>, js: &Prelude<'js>) -> ProgramError {
+        let shown = js.inspect.call::<_, String>((thrown.clone(),)).ok();
+        let mut error = program_error(self.program, thrown, shown);
+        // A ToolCallError has no frames (the call ran on the host): the await the program
+        // last reached is where a failed call surfaced, in straight-line code the call's
+        // own `await`.
+        if error.line.is_none()
+            && error.name == "ToolCallError"
+            && let Some(site) = self.last_await_site(js)
+        {
+            error.line = Some(site.line);
+            error.column = Some(site.column);
+        }
         // Reading the thrown value runs its getters: one that loops until the deadline is
         // the run's timeout, not an error with an empty message.
         self.stopped().unwrap_or(error)
@@ -719,7 +726,7 @@ impl Driver<'_> {
                     return Err(err);
                 }
                 let mut error = if matches!(e, rquickjs::Error::Exception) {
-                    self.program_error(&ctx.catch(), Some(&js.inspect))
+                    self.program_error(&ctx.catch(), js)
                 } else {
                     ProgramError::new("InternalError", e.to_string())
                 };

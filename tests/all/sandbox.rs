@@ -129,6 +129,20 @@ async fn tool_functions_are_native_and_reentrant() {
         json!([{"level": "error", "text": "Unhandled promise rejection: [ToolCallError: it broke]"}]),
         "{v:#}"
     );
+    // An uncaught failed call ends the run at the await where it surfaced (in flight and
+    // failing at once alike).
+    for code in [
+        "const a = 1;\n  await tools.fails_later();",
+        "const a = 1;\n  await tools.echo(1);",
+    ] {
+        let e = h.err(code).await;
+        assert_eq!(e["name"], "ToolCallError", "{e:#}");
+        assert_eq!(
+            (e["line"].clone(), e["column"].clone()),
+            (json!(2), json!(3)),
+            "{e:#}"
+        );
+    }
 }
 
 #[tokio::test]
