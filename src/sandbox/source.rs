@@ -25,7 +25,7 @@ use swc_ecma_ast::{
 };
 use swc_ecma_parser::error::SyntaxError;
 use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
-use swc_ecma_visit::{Visit, VisitWith};
+use swc_ecma_visit::{Visit, VisitMut, VisitMutWith, VisitWith};
 
 /// The wrapper around the program body and its await mark (see [`wrapper`]).
 struct Wrapper {
@@ -454,13 +454,57 @@ fn parse(body: &str) -> Result<Module, SourceError> {
         };
         position_error(body, at, message)
     };
-    match module {
-        Err(e) => Err(error(e.span(), e.kind().msg().into_owned())),
-        Ok(_) if !errors.is_empty() => {
-            let e = &errors[0];
-            Err(error(e.span(), e.kind().msg().into_owned()))
+    let first = match (module, errors.into_iter().next()) {
+        (Ok(m), None) => return Ok(m),
+        (Err(e), _) | (Ok(_), Some(e)) => e,
+    };
+    if matches!(first.kind(), SyntaxError::InvalidIdentInAsync)
+        && let Some(m) = parse_in_async_function(body)
+    {
+        return Ok(m);
+    }
+    Err(error(first.span(), first.kind().msg().into_owned()))
+}
+
+/// The body parsed as the inside of an async function, its statements taken as a module's
+/// (spans as in `body`). swc refuses `await` followed by a line break at the top level of
+/// a module (`const r = await\n  tools.x()`), which JavaScript allows and which it accepts
+/// inside an async function; such a body, which has no `import` or `export` (they would
+/// not parse here), gets this second parse. `None` when it does not parse either.
+fn parse_in_async_function(body: &str) -> Option<Module> {
+    const OPEN: &str = "async function __codemode_body() {";
+    let text = format!("{OPEN}{body}\n}}");
+    let input = StringInput::new(&text, BytePos(1), BytePos(1 + text.len() as u32));
+    let mut parser = Parser::new(ts_syntax(), input, None);
+    let mut module = parser.parse_module().ok()?;
+    if !parser.take_errors().is_empty() {
+        return None;
+    }
+    let Some(ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f)))) = module.body.pop() else {
+        return None;
+    };
+    if !module.body.is_empty() {
+        return None;
+    }
+    let stmts = f.function.body?.stmts;
+    let mut module = Module {
+        span: module.span,
+        body: stmts.into_iter().map(ModuleItem::Stmt).collect(),
+        shebang: None,
+    };
+    module.visit_mut_with(&mut ShiftSpans(OPEN.len() as u32));
+    Some(module)
+}
+
+/// Moves every span `by` bytes back.
+struct ShiftSpans(u32);
+
+impl VisitMut for ShiftSpans {
+    fn visit_mut_span(&mut self, span: &mut Span) {
+        if !span.is_dummy() {
+            span.lo = BytePos(span.lo.0.saturating_sub(self.0).max(1));
+            span.hi = BytePos(span.hi.0.saturating_sub(self.0).max(1));
         }
-        Ok(m) => Ok(m),
     }
 }
 
@@ -853,6 +897,23 @@ fn explain_strip_error(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn await_followed_by_a_line_break_parses_at_the_top_level() {
+        // swc refuses it in a module; the body is parsed again inside an async function.
+        let p = prepare("const a = 1;\nconst r = await\n  f(a);\nr").unwrap();
+        assert!(p.code.contains("return r"), "{}", p.code);
+        assert_eq!(p.awaits.len(), 1);
+        assert_eq!((p.awaits[0].line, p.awaits[0].column), (2, 11));
+        assert_eq!(p.awaits[0].text, "f(a)");
+        // Errors keep their positions in the model's source.
+        let e = prepare("const r = await\n  f();\nconst x = ;").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(11)));
+        // `await` as a name stays an error.
+        let e = prepare("const await = 1;").unwrap_err();
+        assert_eq!(e.name, "SyntaxError");
+        assert_eq!((e.line, e.column), (Some(1), Some(7)));
+    }
 
     #[test]
     fn last_expression_becomes_the_result() {
