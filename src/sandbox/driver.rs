@@ -1159,6 +1159,13 @@ fn host_call<'js>(
         Ok(Some(v)) => v,
         Ok(None) => serde_json::Value::Object(Default::default()),
         Err(ConvertError::Invalid(message)) => {
+            // A call like any other in `calls` and against `max_tool_calls`, as one whose
+            // arguments break the tool's schema is.
+            let mut st = lock(state);
+            st.next_id += 1;
+            st.records.push((tool, CallStatus::Error, 0));
+            st.started_at.push(None);
+            drop(st);
             return Ok(Started::Failed(format!(
                 "invalid arguments for {name}: {message}"
             )));

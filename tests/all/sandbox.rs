@@ -146,6 +146,42 @@ async fn tool_functions_are_native_and_reentrant() {
 }
 
 #[tokio::test]
+async fn calls_whose_arguments_cannot_be_read_are_listed_and_counted() {
+    let mut h = Harness::new(fast_limits().max_tool_calls(3));
+    h.add(echo_tool());
+    let v = h
+        .run(r#"
+            const out = [];
+            for (const args of [{ get a() { throw new Error("no") } }, { s: Symbol() }, { x: 1 }, { y: 2 }]) {
+                try { out.push(await tools.echo(args)) } catch (e) { out.push(e.message) }
+            }
+            return out;
+        "#)
+        .await;
+    assert_eq!(
+        v["result"],
+        json!([
+            "invalid arguments for echo: args.a: a getter threw: Error: no",
+            "invalid arguments for echo: args.s: a Symbol is not JSON",
+            {"x": 1},
+            "this run reached its limit of 3 tool calls; no more calls can start"
+        ]),
+        "{v:#}"
+    );
+    let statuses: Vec<&Value> = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("error"), &json!("error"), &json!("ok")],
+        "{v:#}"
+    );
+}
+
+#[tokio::test]
 async fn the_await_marks_never_touch_the_program_s_own_names() {
     let mut h = Harness::new(fast_limits());
     h.add(echo_tool());
