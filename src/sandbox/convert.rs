@@ -245,7 +245,8 @@ impl<'a, 'js> ToJson<'a, 'js> {
         {
             return Err(ConvertError::Stopped);
         }
-        match value.type_of() {
+        let ty = value.type_of();
+        match ty {
             Type::Null => {
                 self.add_bytes(4, path)?;
                 Ok(serde_json::Value::Null)
@@ -321,7 +322,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
                         "{path}: this value is not JSON"
                     )));
                 };
-                self.convert_object(obj, value.type_of(), key, path, depth)
+                self.convert_object(obj, ty, key, path, depth)
             }
         }
     }

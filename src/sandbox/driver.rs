@@ -1073,6 +1073,13 @@ impl Drop for ReleaseBridge<'_> {
     }
 }
 
+/// The limits a call starts under, and the calls made before it.
+struct Room {
+    max_calls: usize,
+    max_bytes: usize,
+    made: usize,
+}
+
 /// How a call started from a tool function went.
 enum Started<'js> {
     /// It finished at once: its result.
@@ -1097,11 +1104,21 @@ fn tool_function<'js>(
     let Some(b) = slot.as_ref() else {
         return Err(Exception::throw_message(ctx, "the run has ended"));
     };
-    let Some(name) = lock(state).tool_names.get(tool).cloned() else {
-        return Err(Exception::throw_message(ctx, "no such tool"));
+    let (name, room) = {
+        let st = lock(state);
+        let Some(name) = st.tool_names.get(tool).cloned() else {
+            drop(st);
+            return Err(Exception::throw_message(ctx, "no such tool"));
+        };
+        let room = Room {
+            max_calls: st.limits.max_tool_calls,
+            max_bytes: st.limits.max_tool_input_bytes,
+            made: st.records.len(),
+        };
+        (name, room)
     };
     let args = args.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
-    match host_call(ctx, state, flags, tool, &name, args, &b.prims) {
+    match host_call(ctx, state, flags, tool, &name, room, args, &b.prims) {
         Ok(Started::Done(value)) => b
             .resolve
             .call((rquickjs::function::This(b.promise.clone()), value)),
@@ -1131,23 +1148,25 @@ fn tool_function<'js>(
 }
 
 /// Converts the arguments, starts the call and polls it once.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call's parts, read under one lock by the caller"
+)]
 fn host_call<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     flags: &RunFlags,
     tool: usize,
     name: &Arc<str>,
+    room: Room,
     args: Value<'js>,
     prims: &Primordials<'js>,
 ) -> rquickjs::Result<Started<'js>> {
-    let (max_calls, max_bytes, made) = {
-        let st = lock(state);
-        (
-            st.limits.max_tool_calls,
-            st.limits.max_tool_input_bytes,
-            st.records.len(),
-        )
-    };
+    let Room {
+        max_calls,
+        max_bytes,
+        made,
+    } = room;
     if made >= max_calls {
         return Ok(Started::Failed(format!(
             "this run reached its limit of {max_calls} tool calls; no more calls can start"
