@@ -1073,6 +1073,10 @@ impl Drop for ReleaseBridge<'_> {
     }
 }
 
+fn limit_message(max_calls: usize) -> String {
+    format!("this run reached its limit of {max_calls} tool calls; no more calls can start")
+}
+
 /// The limits a call starts under, and the calls made before it.
 struct Room {
     max_calls: usize,
@@ -1168,9 +1172,7 @@ fn host_call<'js>(
         made,
     } = room;
     if made >= max_calls {
-        return Ok(Started::Failed(format!(
-            "this run reached its limit of {max_calls} tool calls; no more calls can start"
-        )));
+        return Ok(Started::Failed(limit_message(max_calls)));
     }
     // Convert with the lock released: getters and toJSON run JavaScript.
     let mut conv = ToJson::new(ctx, prims, max_bytes, "tool input").watching(flags);
@@ -1197,6 +1199,10 @@ fn host_call<'js>(
     drop(conv);
     let (id, mut call, waker, max_output) = {
         let mut st = lock(state);
+        // Again: a getter or `toJSON` may have started calls while the arguments converted.
+        if st.records.len() >= max_calls {
+            return Ok(Started::Failed(limit_message(max_calls)));
+        }
         let id = st.next_id;
         st.next_id += 1;
         st.records.push((tool, CallStatus::Cancelled, NOT_STARTED));

@@ -458,19 +458,39 @@ fn parse(body: &str) -> Result<Module, SourceError> {
         (Ok(m), None) => return Ok(m),
         (Err(e), _) | (Ok(_), Some(e)) => e,
     };
-    if matches!(first.kind(), SyntaxError::InvalidIdentInAsync)
-        && let Some(m) = parse_in_async_function(body)
-    {
+    let line_break_after_await = has_await_before_a_line_break(body);
+    if line_break_after_await && let Some(m) = parse_in_async_function(body) {
         return Ok(m);
     }
-    Err(error(first.span(), first.kind().msg().into_owned()))
+    let mut message = first.kind().msg().into_owned();
+    if line_break_after_await && matches!(first.kind(), SyntaxError::InvalidIdentInAsync) {
+        message.push_str(
+            " (an `await` followed by a line break at the top level of a program with `export` or `import` is read as a name: put what it awaits on the same line)",
+        );
+    }
+    Err(error(first.span(), message))
+}
+
+/// Whether `body` has an `await` followed, on its line, only by blanks or a comment: the
+/// case swc misreads at a module's top level (see [`parse_in_async_function`]).
+fn has_await_before_a_line_break(body: &str) -> bool {
+    let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    body.match_indices("await").any(|(at, word)| {
+        let before = body[..at].chars().next_back();
+        let rest = body[at + word.len()..].trim_start_matches([' ', '\t']);
+        !before.is_some_and(is_name)
+            && (rest.starts_with(['\n', '\r', '\u{2028}', '\u{2029}'])
+                || rest.starts_with("//")
+                || rest.starts_with("/*"))
+    })
 }
 
 /// The body parsed as the inside of an async function, its statements taken as a module's
 /// (spans as in `body`). swc refuses `await` followed by a line break at the top level of
-/// a module (`const r = await\n  tools.x()`), which JavaScript allows and which it accepts
-/// inside an async function; such a body, which has no `import` or `export` (they would
-/// not parse here), gets this second parse. `None` when it does not parse either.
+/// a module (`const r = await\n  tools.x()`, also inside brackets and calls), which
+/// JavaScript allows and which it accepts inside an async function; a body that fails to
+/// parse and has such an `await` gets this second parse (one with `import` or `export`
+/// does not parse here). `None` when it does not parse either.
 fn parse_in_async_function(body: &str) -> Option<Module> {
     const OPEN: &str = "async function __codemode_body() {";
     let text = format!("{OPEN}{body}\n}}");
@@ -909,6 +929,22 @@ mod tests {
         // Errors keep their positions in the model's source.
         let e = prepare("const r = await\n  f();\nconst x = ;").unwrap_err();
         assert_eq!((e.line, e.column), (Some(3), Some(11)));
+        // Inside brackets, calls and templates too (swc then fails with another error).
+        for body in [
+            "const s = (await\n  f()).x;\ns",
+            "const a = [await\n  f()];\na",
+            "g(await // why not\n  f());",
+            "const t = `${await\n  f()}`;\nt",
+        ] {
+            let p = prepare(body).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+            assert_eq!(p.awaits.len(), 1, "{body}");
+        }
+        // With `export`, a clear way out.
+        let e = prepare("const r = await\n  f();\nexport default r").unwrap_err();
+        assert!(
+            e.message.contains("put what it awaits on the same line"),
+            "{e:?}"
+        );
         // `await` as a name stays an error.
         let e = prepare("const await = 1;").unwrap_err();
         assert_eq!(e.name, "SyntaxError");

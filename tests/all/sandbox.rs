@@ -179,6 +179,29 @@ async fn calls_whose_arguments_cannot_be_read_are_listed_and_counted() {
         [&json!("error"), &json!("error"), &json!("ok")],
         "{v:#}"
     );
+    // A getter that starts a call while the arguments convert uses up the last one.
+    let mut h = Harness::new(fast_limits().max_tool_calls(1));
+    h.add(echo_tool());
+    let v = h
+        .run(
+            r#"
+            let inner;
+            const args = { get a() { inner = tools.echo({ inner: 1 }); return 2; } };
+            let outer;
+            try { outer = await tools.echo(args) } catch (e) { outer = e.message }
+            return [outer, await inner];
+        "#,
+        )
+        .await;
+    assert_eq!(
+        v["result"],
+        json!([
+            "this run reached its limit of 1 tool calls; no more calls can start",
+            {"inner": 1}
+        ]),
+        "{v:#}"
+    );
+    assert_eq!(v["calls"].as_array().map(Vec::len), Some(1), "{v:#}");
 }
 
 #[tokio::test]
