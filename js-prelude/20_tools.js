@@ -39,14 +39,27 @@ function messageOf(error) {
   }
 }
 
+// Where each ToolCallError the host made surfaced: the number of the await the program
+// had last reached when the call failed (the host numbers them), so that a run ending with
+// it, even rethrown later, names that line.
+const sites = new P.WeakMap();
+function at(error, site) {
+  if (site > 0) P.WeakMapPrototypeSet(sites, error, site);
+  return error;
+}
+internals.siteOf = function siteOf(value) {
+  const site = P.WeakMapPrototypeGet(sites, value);
+  return site === undefined ? 0 : site;
+};
+
 // The host calls these from a tool function (see `host.toolFunctions`): the rejection of a
 // call that failed before or while starting (`error` is a message, or what a conversion
-// threw), and the error a call in flight rejects with.
-internals.failed = function failed(name, error) {
-  return PromiseReject(new ToolCallError(name, messageOf(error)));
+// threw), and the error a call in flight rejects with; `site` as above.
+internals.failed = function failed(name, error, site) {
+  return PromiseReject(at(new ToolCallError(name, messageOf(error)), site));
 };
-internals.toolError = function toolError(name, message) {
-  return new ToolCallError(name, message);
+internals.toolError = function toolError(name, message, site) {
+  return at(new ToolCallError(name, message), site);
 };
 
 // Names that generic code probes on any object: they are never tools, and reading them

@@ -324,6 +324,8 @@ struct Prelude<'js> {
     inspect: Function<'js>,
     /// The program's `() => lastAwait` (see the await mark in `source.rs`), once evaluated.
     last_await: Option<Function<'js>>,
+    /// `siteOf(error)` of 20_tools.js: the await a ToolCallError surfaced at (0: unknown).
+    site_of: Function<'js>,
     report_unhandled: Function<'js>,
 }
 
@@ -367,6 +369,7 @@ impl Driver<'_> {
             fire_timer: internals.get("fireTimer").map_err(engine_error)?,
             inspect: internals.get("inspect").map_err(engine_error)?,
             last_await: None,
+            site_of: internals.get("siteOf").map_err(engine_error)?,
             report_unhandled: internals.get("reportUnhandled").map_err(engine_error)?,
         };
         let run_default: Function<'js> = internals.get("runDefault").map_err(engine_error)?;
@@ -379,6 +382,7 @@ impl Driver<'_> {
                 .map_err(engine_error)?,
             failed: internals.get("failed").map_err(engine_error)?,
             tool_error: internals.get("toolError").map_err(engine_error)?,
+            last_await: RefCell::default(),
             pending: RefCell::default(),
         });
 
@@ -389,7 +393,11 @@ impl Driver<'_> {
         let evaluated: rquickjs::Result<rquickjs::Array<'js>> =
             ctx.eval_with_options(self.program.code.as_str(), options);
         let main: Function<'js> = match evaluated.and_then(|pair| {
-            js.last_await = Some(pair.get(1)?);
+            let last_await: Function<'js> = pair.get(1)?;
+            if let Some(b) = bridge.borrow().as_ref() {
+                *b.last_await.borrow_mut() = Some(last_await.clone());
+            }
+            js.last_await = Some(last_await);
             pair.get(0)
         }) {
             Ok(f) => f,
@@ -577,12 +585,13 @@ impl Driver<'_> {
     fn program_error<'js>(&self, thrown: &Value<'js>, js: &Prelude<'js>) -> ProgramError {
         let shown = js.inspect.call::<_, String>((thrown.clone(),)).ok();
         let mut error = program_error(self.program, thrown, shown);
-        // A ToolCallError has no frames (the call ran on the host): the await the program
-        // last reached is where a failed call surfaced, in straight-line code the call's
-        // own `await`.
+        // A ToolCallError has no frames (the call ran on the host): it carries the await
+        // the program had last reached when the call failed, in straight-line code the
+        // call's own `await` (also when the error is caught and thrown again later).
         if error.line.is_none()
             && error.name == "ToolCallError"
-            && let Some(site) = self.last_await_site(js)
+            && let Ok(n) = js.site_of.call::<_, usize>((thrown.clone(),))
+            && let Some(site) = n.checked_sub(1).and_then(|i| self.program.awaits.get(i))
         {
             error.line = Some(site.line);
             error.column = Some(site.column);
@@ -686,7 +695,7 @@ impl Driver<'_> {
             Ok(Ok(value)) => waiting.resolve.call::<_, ()>((value,)),
             Ok(Err(message)) => bridge
                 .tool_error
-                .call::<_, Value<'js>>((&*waiting.name, message))
+                .call::<_, Value<'js>>((&*waiting.name, message, bridge.site()))
                 .and_then(|error| waiting.reject.call::<_, ()>((error,))),
             Err(e) => Err(e),
         };
@@ -1049,6 +1058,8 @@ struct Bridge<'js> {
     /// `failed(name, error)` and `toolError(name, message)` of 20_tools.js.
     failed: Function<'js>,
     tool_error: Function<'js>,
+    /// The program's `() => lastAwait`, once evaluated.
+    last_await: RefCell<Option<Function<'js>>>,
     /// The promises of calls in flight or queued, by call id.
     pending: RefCell<HashMap<u64, Waiting<'js>, FxBuild>>,
 }
@@ -1058,6 +1069,17 @@ struct Waiting<'js> {
     resolve: Function<'js>,
     reject: Function<'js>,
     name: Arc<str>,
+}
+
+impl Bridge<'_> {
+    /// The number of the await the program last reached (0: none yet).
+    fn site(&self) -> usize {
+        self.last_await
+            .borrow()
+            .as_ref()
+            .and_then(|f| f.call(()).ok())
+            .unwrap_or(0)
+    }
 }
 
 type BridgeSlot<'js> = Rc<RefCell<Option<Bridge<'js>>>>;
@@ -1138,16 +1160,16 @@ fn tool_function<'js>(
             );
             Ok(promise.into_value())
         }
-        Ok(Started::Failed(message)) => b.failed.call((&*name, message)),
+        Ok(Started::Failed(message)) => b.failed.call((&*name, message, b.site())),
         Err(rquickjs::Error::Exception) => {
             let thrown = ctx.catch();
             if thrown.is_uncatchable_error() {
                 // An interrupt or out-of-memory ends the run: not the call's error.
                 return Err(ctx.throw(thrown));
             }
-            b.failed.call((&*name, thrown))
+            b.failed.call((&*name, thrown, b.site()))
         }
-        Err(e) => b.failed.call((&*name, e.to_string())),
+        Err(e) => b.failed.call((&*name, e.to_string(), b.site())),
     }
 }
 

@@ -143,6 +143,25 @@ async fn tool_functions_are_native_and_reentrant() {
             "{e:#}"
         );
     }
+    // Caught and thrown again after other awaits: still where the call failed.
+    for code in [
+        "let err;\ntry { await tools.echo(1) } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
+        "let err;\ntry { await tools.fails_later() } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
+    ] {
+        let e = h.err(code).await;
+        assert_eq!(e["name"], "ToolCallError", "{e:#}");
+        assert_eq!(
+            (e["line"].clone(), e["column"].clone()),
+            (json!(2), json!(7)),
+            "{e:#}"
+        );
+    }
+    // One the program made itself has no site: no position is invented.
+    let e = h
+        .err("await tools.echo({});\nthrow new ToolCallError('x', 'mine');")
+        .await;
+    assert_eq!(e["message"], "x: mine", "{e:#}");
+    assert_eq!(e.get("line"), None, "{e:#}");
 }
 
 #[tokio::test]
