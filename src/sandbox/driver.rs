@@ -1055,7 +1055,8 @@ struct Bridge<'js> {
     /// `Promise` and `Promise.resolve` as they were before the program ran.
     promise: Object<'js>,
     resolve: Function<'js>,
-    /// `failed(name, error)` and `toolError(name, message)` of 20_tools.js.
+    /// `failed(name, error, site)` and `toolError(name, message, site)` of 20_tools.js
+    /// (`site`: see [`Bridge::site`]).
     failed: Function<'js>,
     tool_error: Function<'js>,
     /// The program's `() => lastAwait`, once evaluated.
