@@ -322,8 +322,6 @@ struct Prelude<'js> {
     bridge: BridgeSlot<'js>,
     fire_timer: Function<'js>,
     inspect: Function<'js>,
-    /// The program's `() => lastAwait` (see the await mark in `source.rs`), once evaluated.
-    last_await: Option<Function<'js>>,
     /// `siteOf(error)` of 20_tools.js: the await a ToolCallError surfaced at (0: unknown).
     site_of: Function<'js>,
     report_unhandled: Function<'js>,
@@ -363,12 +361,11 @@ impl Driver<'_> {
             )
         })?;
         let prims_obj: Object<'js> = internals.get("primordials").map_err(engine_error)?;
-        let mut js = Prelude {
+        let js = Prelude {
             prims: Primordials::capture(&prims_obj).map_err(engine_error)?,
             bridge: bridge.clone(),
             fire_timer: internals.get("fireTimer").map_err(engine_error)?,
             inspect: internals.get("inspect").map_err(engine_error)?,
-            last_await: None,
             site_of: internals.get("siteOf").map_err(engine_error)?,
             report_unhandled: internals.get("reportUnhandled").map_err(engine_error)?,
         };
@@ -393,11 +390,9 @@ impl Driver<'_> {
         let evaluated: rquickjs::Result<rquickjs::Array<'js>> =
             ctx.eval_with_options(self.program.code.as_str(), options);
         let main: Function<'js> = match evaluated.and_then(|pair| {
-            let last_await: Function<'js> = pair.get(1)?;
             if let Some(b) = bridge.borrow().as_ref() {
-                *b.last_await.borrow_mut() = Some(last_await.clone());
+                *b.last_await.borrow_mut() = Some(pair.get(1)?);
             }
-            js.last_await = Some(last_await);
             pair.get(0)
         }) {
             Ok(f) => f,
@@ -510,7 +505,7 @@ impl Driver<'_> {
 
     /// The await the program last reached, if it reached one.
     fn last_await_site(&self, js: &Prelude<'_>) -> Option<&source::AwaitSite> {
-        let last: usize = js.last_await.as_ref().and_then(|f| f.call(()).ok())?;
+        let last = js.bridge.borrow().as_ref().map_or(0, Bridge::site);
         self.program.awaits.get(last.checked_sub(1)?)
     }
 
@@ -1059,7 +1054,8 @@ struct Bridge<'js> {
     /// (`site`: see [`Bridge::site`]).
     failed: Function<'js>,
     tool_error: Function<'js>,
-    /// The program's `() => lastAwait`, once evaluated.
+    /// The program's `() => lastAwait` (see the await mark in `source.rs`), once
+    /// evaluated.
     last_await: RefCell<Option<Function<'js>>>,
     /// The promises of calls in flight or queued, by call id.
     pending: RefCell<HashMap<u64, Waiting<'js>, FxBuild>>,

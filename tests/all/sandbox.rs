@@ -130,29 +130,24 @@ async fn tool_functions_are_native_and_reentrant() {
         "{v:#}"
     );
     // An uncaught failed call ends the run at the await where it surfaced (in flight and
-    // failing at once alike).
-    for code in [
-        "const a = 1;\n  await tools.fails_later();",
-        "const a = 1;\n  await tools.echo(1);",
+    // failing at once alike), also when caught and thrown again after other awaits.
+    for (code, at) in [
+        ("const a = 1;\n  await tools.fails_later();", (2, 3)),
+        ("const a = 1;\n  await tools.echo(1);", (2, 3)),
+        (
+            "let err;\ntry { await tools.echo(1) } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
+            (2, 7),
+        ),
+        (
+            "let err;\ntry { await tools.fails_later() } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
+            (2, 7),
+        ),
     ] {
         let e = h.err(code).await;
         assert_eq!(e["name"], "ToolCallError", "{e:#}");
         assert_eq!(
             (e["line"].clone(), e["column"].clone()),
-            (json!(2), json!(3)),
-            "{e:#}"
-        );
-    }
-    // Caught and thrown again after other awaits: still where the call failed.
-    for code in [
-        "let err;\ntry { await tools.echo(1) } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
-        "let err;\ntry { await tools.fails_later() } catch (e) { err = e }\nawait tools.echo({});\nthrow err;",
-    ] {
-        let e = h.err(code).await;
-        assert_eq!(e["name"], "ToolCallError", "{e:#}");
-        assert_eq!(
-            (e["line"].clone(), e["column"].clone()),
-            (json!(2), json!(7)),
+            (json!(at.0), json!(at.1)),
             "{e:#}"
         );
     }
