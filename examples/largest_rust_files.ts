@@ -1,11 +1,13 @@
-// The five largest Rust files under src/, with their line counts and how many `pub fn`
-// each declares. Run it from the repository's root:
+// The five largest Rust files under src/, with their line counts, how many functions each
+// defines and how many of those are public (`pub` or `pub(crate)`). Run it from the
+// repository's root:
 //
 //   cargo run --release -- run examples/largest_rust_files.ts --root .
 
 interface FileStat {
   path: string;
   lines: number;
+  fns?: number;
   pub_fns?: number;
 }
 
@@ -21,16 +23,24 @@ const stats: FileStat[] = await Promise.all(
 
 const largest = stats.sort((a, b) => b.lines - a.lines).slice(0, 5);
 
-// Count `pub fn` in the five largest, again concurrently.
+// Count the functions of the five largest, and the public ones, again concurrently.
+const FN = String.raw`^\s*(pub(\([a-z]+\))?\s+)?((async|const|unsafe)\s+)*fn\s`;
+const PUB_FN = String.raw`^\s*pub(\([a-z]+\))?\s+((async|const|unsafe)\s+)*fn\s`;
 await Promise.all(
   largest.map(async (file) => {
-    const hits = await tools.grep({ pattern: String.raw`\bpub fn\b`, path: file.path });
-    file.pub_fns = hits.total;
+    const [all, public_] = await Promise.all([
+      tools.grep({ pattern: FN, path: file.path }),
+      tools.grep({ pattern: PUB_FN, path: file.path }),
+    ]);
+    file.fns = all.total;
+    file.pub_fns = public_.total;
   }),
 );
 
 console.log(`${matches.length} Rust files under src/; the five largest:`);
 for (const f of largest) {
-  console.log(`${String(f.lines).padStart(6)} lines  ${String(f.pub_fns).padStart(3)} pub fn  ${f.path}`);
+  console.log(
+    `${String(f.lines).padStart(6)} lines  ${String(f.fns).padStart(3)} fn (${String(f.pub_fns).padStart(2)} pub)  ${f.path}`,
+  );
 }
 return largest;

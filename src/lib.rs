@@ -1,14 +1,14 @@
 //! codemode: a runtime for Code Mode.
 //!
-//! A model writes one JavaScript or TypeScript program; [`run_code_tool`] runs it in a
-//! sandboxed QuickJS engine where every visible tool is `await tools.<name>(args)`. Each such
-//! call re-enters the same dispatch pipeline as a direct call ([`Registry::dispatch`]):
-//! argument validation, execution with a cancellation signal, output validation.
+//! A model writes one JavaScript or TypeScript program; [`run_code::run_code_tool`] runs it
+//! in a sandboxed QuickJS engine where every visible tool is `await tools.<name>(args)`.
+//! Each such call re-enters the same dispatch pipeline as a direct call
+//! ([`Registry::dispatch`]): argument validation, policy hooks, execution with a
+//! cancellation signal, output validation.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! use codemode::{Registry, RunCodeConfig, Tool, run_code_tool};
-//! use codemode::schema::{Node, ParameterSchema};
+//! use codemode::prelude::*;
 //!
 //! let registry = Registry::new();
 //! let add = Tool::builder("add")
@@ -17,8 +17,8 @@
 //!         ("a", Node::number().required()),
 //!         ("b", Node::number().required()),
 //!     ]))
-//!     .execute(|args, _exec| async move {
-//!         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+//!     .execute(|arguments, _exec| async move {
+//!         let sum = arguments["a"].as_f64().unwrap_or(0.0) + arguments["b"].as_f64().unwrap_or(0.0);
 //!         Ok(serde_json::json!(sum))
 //!     })
 //!     .build()
@@ -33,9 +33,23 @@
 //! # });
 //! ```
 //!
-//! The contract is `DESIGN.md`; the modules follow its sections: [`schema`] (§1), values
-//! (§2), dispatch (§3), the sandbox and `run_code` (§5), declarations (§6, the
-//! `codemode-codegen` crate), and the command line (§7, the `codemode` binary).
+//! # Where things are
+//!
+//! - The crate root: the core types of a tool and a call — [`Registry`], [`Tool`],
+//!   [`Exec`], [`Arguments`], [`Outcome`], [`ToolError`] — and the built-in [`FileTools`].
+//! - [`schema`]: the node language of tool schemas, JSON Schema import and export,
+//!   validation.
+//! - [`hooks`]: the policy stages of the pipeline and the ready-made wrappers
+//!   ([`hooks::Deadline`], [`hooks::Retry`], [`hooks::Metrics`]).
+//! - [`cards`]: what a UI shows for a call and its outcome.
+//! - [`run_code`]: the `run_code` tool, its limits and its canonical result.
+//! - [`check`]: the static check of a program (`codemode check`).
+//! - [`declarations`]: the TypeScript declarations of the tools a program sees.
+//! - [`manifest`]: command-backed tools from a JSON manifest.
+//! - [`prelude`]: the names most hosts need, in one `use`.
+//!
+//! `ARCHITECTURE.md` in the repository walks one call through the files and defines the
+//! words the API uses; the README describes programs, results and limits.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
@@ -44,6 +58,7 @@
 pub mod bench_support;
 mod builtin;
 mod check;
+pub mod declarations;
 mod dispatch;
 pub mod manifest;
 mod run_code;
@@ -52,90 +67,56 @@ pub mod schema;
 mod value;
 
 pub use builtin::FileTools;
-pub use check::{Diagnostic, DiagnosticKind, TypescriptProgram, check_program, typescript_program};
-pub use codemode_codegen::{Layout, SANDBOX_GLOBALS, ToolDecl};
 pub use dispatch::{
-    Agent, AgentDisposed, Approval, Approver, Arguments, Around, BuildError, CallCard, CallId,
-    CallToken, Content, Deadline, Decision, ErrorKind, Exec, Execute, ExecuteFuture, Guard,
-    HookHandle, Hunk, Injection, Location, MAX_TOOL_NAME_LEN, Metrics, MetricsSnapshot, Next,
-    Observer, Outcome, PostExecute, PostOutcome, PreExecute, RESERVED_TOOL_NAMES, RegisterError,
-    Registry, Request, ResultCard, Retry, SearchGroup, SearchMatch, Tool, ToolBuilder, ToolError,
-    ToolHandle, ToolMetrics, ToolSchema, Visibility, tool_alias,
+    Agent, AgentDisposed, Arguments, BuildError, CallId, CallToken, Content, ErrorKind, Exec,
+    Execute, ExecuteFuture, Injection, MAX_TOOL_NAME_LEN, Outcome, RESERVED_TOOL_NAMES,
+    RegisterError, Registry, Request, Tool, ToolBuilder, ToolError, ToolHandle, ToolSchema,
+    Visibility, tool_alias,
 };
+pub use value::MAX_DEPTH;
+
+pub use check::{Diagnostic, DiagnosticKind, TypescriptProgram, check_program, typescript_program};
 pub use run_code::{
     RUN_CODE, RunCodeConfig, SpillConfig, render_text, run_code_output_schema, run_code_tool,
 };
 pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError};
-pub use value::{MAX_DEPTH, is_identifier, json_type_name};
 
-/// The tools a program in `registry` sees, as the code generator takes them: name, alias
-/// (when the name is not an identifier), description, and both schemas as JSON Schema.
-pub fn tool_decls(registry: &Registry) -> Vec<codemode_codegen::ToolDecl> {
-    registry
-        .sandbox_tools()
-        .iter()
-        .map(|t| {
-            tool_decl(
-                t.name(),
-                t.description(),
-                t.parameters().to_json_schema(),
-                t.output().to_json_schema(),
-            )
-        })
-        .collect()
-}
-
-/// The tools of an MCP `tools/list` result (`{"tools": [{name, description, inputSchema,
-/// outputSchema?}]}`) as the code generator takes them; an absent `outputSchema` is any
-/// JSON (`true`), entries without a string `name` are skipped.
-pub fn mcp_tool_decls(list: &serde_json::Value) -> Vec<codemode_codegen::ToolDecl> {
-    let Some(tools) = list.get("tools").and_then(serde_json::Value::as_array) else {
-        return Vec::new();
+pub mod hooks {
+    //! The policy stages of the pipeline, as closures or trait objects, and the ready-made
+    //! around-wrappers.
+    //!
+    //! | stage | register with | a hook receives | it answers |
+    //! | --- | --- | --- | --- |
+    //! | 2 | [`Registry::pre_execute`](crate::Registry::pre_execute) | `exec` | a [`Decision`]: allow, deny(reason), ask(prompt) |
+    //! | 2 | [`Registry::set_approver`](crate::Registry::set_approver) | `exec`, `prompt` | an [`Approval`] (async) |
+    //! | 3 | [`Registry::guard`](crate::Registry::guard) | `exec` | `Err(reason)` to deny, for good |
+    //! | 4 | [`Registry::around`](crate::Registry::around) | `exec`, [`Next`] | the output (async): [`around_fn`], [`Deadline`], [`Retry`], [`Metrics`] |
+    //! | 7 | [`Registry::post_execute`](crate::Registry::post_execute) | `exec`, [`PostOutcome`] | changes to the outcome |
+    //! | 8 | [`Registry::observe`](crate::Registry::observe) | `exec`, [`Outcome`](crate::Outcome) | nothing: it only sees |
+    //!
+    //! Each registration returns a [`HookHandle`]; dropping it removes the hook.
+    pub use crate::dispatch::{
+        Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
+        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Retry, ToolMetrics,
+        around_fn,
     };
-    tools
-        .iter()
-        .filter_map(|t| {
-            Some(tool_decl(
-                t.get("name")?.as_str()?,
-                t.get("description")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or(""),
-                t.get("inputSchema")
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Bool(true)),
-                t.get("outputSchema")
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Bool(true)),
-            ))
-        })
-        .collect()
 }
 
-fn tool_decl(
-    name: &str,
-    description: &str,
-    input_schema: serde_json::Value,
-    output_schema: serde_json::Value,
-) -> codemode_codegen::ToolDecl {
-    let alias = tool_alias(name);
-    codemode_codegen::ToolDecl {
-        name: name.to_owned(),
-        alias: (alias != name).then_some(alias),
-        description: description.to_owned(),
-        input_schema,
-        output_schema,
-    }
+pub mod cards {
+    //! What a UI shows for a call ([`CallCard`], from the arguments alone, when the call
+    //! starts) and for its outcome ([`ResultCard`]): generic, terminal, diff, search, web.
+    //! A tool supplies them with
+    //! [`ToolBuilder::present_call`](crate::ToolBuilder::present_call) and
+    //! [`ToolBuilder::present_result`](crate::ToolBuilder::present_result).
+    pub use crate::dispatch::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 }
 
-/// The TypeScript declarations (DESIGN §6) of the tools a program in `registry` sees:
-/// `ToolArgsMap`, `ToolOutputMap`, `tools` and `ToolCallError`, in `layout`
-/// ([`Layout::Pretty`] for files, [`Layout::Compact`] for the model).
-///
-/// # Errors
-/// When two tools would share a member of `tools` (registration normally prevents it).
-pub fn declarations(
-    registry: &Registry,
-    layout: Layout,
-) -> Result<String, codemode_codegen::DeclarationError> {
-    codemode_codegen::declarations_with(&tool_decls(registry), layout)
+pub mod prelude {
+    //! The names most hosts need: `use codemode::prelude::*;`.
+    pub use crate::hooks::{Decision, around_fn};
+    pub use crate::schema::{Node, ParameterSchema, ValueSchema};
+    pub use crate::{
+        Arguments, Content, ErrorKind, Exec, FileTools, Limits, Outcome, Registry, RunCodeConfig,
+        Tool, ToolError, run_code_tool,
+    };
 }

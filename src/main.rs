@@ -1,4 +1,4 @@
-//! The `codemode` command line (DESIGN §7).
+//! The `codemode` command line.
 
 mod cli;
 

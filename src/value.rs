@@ -1,4 +1,4 @@
-//! Helpers for the JSON values that cross the boundary (DESIGN §2): JSON paths for messages,
+//! Helpers for the JSON values that cross the boundary: JSON paths for messages,
 //! type names, and exact number handling.
 //!
 //! Values are `serde_json::Value` built with the `arbitrary_precision` feature (numbers keep
@@ -7,6 +7,7 @@
 
 use std::fmt::{self, Write as _};
 
+use codemode_codegen::is_identifier;
 use serde_json::{Number, Value};
 
 /// The deepest nesting of arrays and objects a value may have when it crosses the boundary
@@ -67,19 +68,9 @@ pub(crate) fn write_key(out: &mut impl fmt::Write, key: &str) -> fmt::Result {
     }
 }
 
-/// Whether `name` is an ASCII JavaScript identifier (`[A-Za-z_$][A-Za-z0-9_$]*`).
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' => {}
-        _ => return false,
-    }
-    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
-
 /// The JSON type name of a value, as messages say it: `string`, `number`, `boolean`, `null`,
 /// `array`, `object`.
-pub fn json_type_name(value: &Value) -> &'static str {
+pub(crate) fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

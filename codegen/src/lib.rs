@@ -1,4 +1,4 @@
-//! `codemode-codegen`: TypeScript declarations from tool schemas (DESIGN §6).
+//! `codemode-codegen`: TypeScript declarations from tool schemas.
 //!
 //! The input is plain data — each tool's name, description and JSON Schemas — so this crate
 //! depends on nothing of the `codemode` runtime. The output is one deterministic `.d.ts`
@@ -20,5 +20,10 @@ mod ts;
 pub use rust::rust_types;
 pub use ts::{
     DeclarationError, HEADER, Layout, SANDBOX_GLOBALS, ToolDecl, declarations, declarations_with,
-    is_identifier,
 };
+
+/// Whether a name is an ASCII JavaScript identifier. Shared with the `codemode` crate (which
+/// writes JSON paths as `args.key` or `args["key"]` by the same rule); not part of this
+/// crate's API.
+#[doc(hidden)]
+pub use ts::is_identifier;

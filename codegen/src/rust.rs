@@ -1,4 +1,4 @@
-//! Rust types for tools' arguments and outputs, by typify (issue 7): for hosts that call
+//! Rust types for tools' arguments and outputs, by typify: for hosts that call
 //! tools from Rust with typed arguments, usable from a `build.rs`.
 //!
 //! Each tool becomes a module named after it (`read_file`, `get_sum` for `get-sum`) with

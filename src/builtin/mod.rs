@@ -1,4 +1,4 @@
-//! Built-in file tools scoped to a root folder (DESIGN §7): `read_file`, `list_dir`,
+//! Built-in file tools scoped to a root folder: `read_file`, `list_dir`,
 //! `glob`, `grep`. They are ordinary tools built with the public tool API only.
 //!
 //! Paths in arguments are relative to the root (an absolute path is accepted only inside

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::blocking;
 use super::root::Root;
-use crate::dispatch::{Tool, ToolError};
+use crate::dispatch::{ErrorKind, Tool, ToolError};
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
 /// Most bytes of content one call returns.
@@ -154,9 +154,12 @@ fn read(
         }
         number += 1;
         if content.len() + line.len() > MAX_READ_BYTES {
-            return Err(ToolError::new(format!(
-                "{requested}: the lines asked for exceed {MAX_READ_BYTES} bytes; read fewer with offset and limit"
-            )));
+            return Err(ToolError::with_kind(
+                ErrorKind::Limit,
+                format!(
+                    "{requested}: the lines asked for exceed {MAX_READ_BYTES} bytes; read fewer with offset and limit"
+                ),
+            ));
         }
         let text = std::str::from_utf8(&line).map_err(|e| {
             ToolError::new(format!(

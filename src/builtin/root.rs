@@ -1,4 +1,4 @@
-//! Scoping of the built-in file tools to one root folder (DESIGN §7).
+//! Scoping of the built-in file tools to one root folder.
 //!
 //! A requested path is relative to the root; an absolute path is accepted only inside it.
 //! Paths are first normalised lexically (so `..` cannot climb out before the filesystem is

@@ -1,4 +1,4 @@
-//! The `codemode` command line (DESIGN §7): one file per subcommand under `commands/`.
+//! The `codemode` command line: one file per subcommand under `commands/`.
 //!
 //! Exit status: 0 when the work ended ok, 1 when the program ended in error (the error is
 //! in the output), 2 for a usage or set-up error.

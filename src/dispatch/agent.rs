@@ -1,4 +1,4 @@
-//! The agent a call belongs to (DESIGN §3 "Agent").
+//! The agent a call belongs to.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

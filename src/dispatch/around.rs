@@ -1,4 +1,4 @@
-//! Stage 4 (DESIGN §3): around-wrappers, in onion order, around `execute`.
+//! Stage 4: around-wrappers, in onion order, around `execute`.
 //!
 //! # Order
 //!
@@ -24,7 +24,8 @@
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use std::time::Duration;
-//! use codemode::{Deadline, Metrics, Registry, Retry, Tool};
+//! use codemode::hooks::{Deadline, Metrics, Retry};
+//! use codemode::{Registry, Tool};
 //!
 //! let registry = Registry::new();
 //! let metrics = Metrics::new();
@@ -41,29 +42,69 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
+use serde_json::Value;
 
 use super::call::{Arguments, Exec};
-use super::output::panic_message;
+use super::execute::{cancelled_if_signalled, execute, panicked};
+use super::hooks::HookSet;
 use super::tool::{ErrorKind, ExecuteFuture, Tool, ToolError};
 
-/// An around-wrapper. Implemented for every `Fn(Exec, Next) -> ExecuteFuture` closure.
+/// An around-wrapper. Implemented for every `Fn(Exec, Next) -> impl Future<Output =
+/// Result<Value, ToolError>>` closure; [`around_fn`] lets the compiler infer such a
+/// closure's argument types.
 pub trait Around: Send + Sync + 'static {
     /// Runs the call through the inner layers (`next.run(exec)`), or not.
     fn around(&self, exec: Exec, next: Next) -> ExecuteFuture;
 }
 
-impl<F> Around for F
+impl<F, Fut> Around for F
 where
-    F: Fn(Exec, Next) -> ExecuteFuture + Send + Sync + 'static,
+    F: Fn(Exec, Next) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
     fn around(&self, exec: Exec, next: Next) -> ExecuteFuture {
-        self(exec, next)
+        Box::pin(self(exec, next))
     }
+}
+
+/// An around-wrapper from a closure `|exec, next| async move { … }` that returns the output
+/// (`Result<serde_json::Value, ToolError>`), as [`ToolBuilder::execute`] takes a tool's
+/// body.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use codemode::hooks::around_fn;
+/// use codemode::{Registry, Tool};
+///
+/// let registry = Registry::new();
+/// registry
+///     .around(around_fn(|exec, next| async move {
+///         let output = next.run(exec).await?;
+///         Ok(serde_json::json!({ "wrapped": output }))
+///     }))
+///     .forget();
+/// registry
+///     .register(Tool::builder("ping").execute(|_arguments, _exec| async { Ok("pong".into()) }).build().unwrap())
+///     .unwrap()
+///     .forget();
+/// let outcome = registry.call("ping", serde_json::json!({})).await;
+/// assert_eq!(outcome.value().unwrap()["wrapped"], "pong");
+/// # });
+/// ```
+///
+/// [`ToolBuilder::execute`]: crate::ToolBuilder::execute
+pub fn around_fn<F, Fut>(f: F) -> F
+where
+    F: Fn(Exec, Next) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    f
 }
 
 /// The layers inside an around-wrapper, down to `execute`. Cheap to clone; may run
@@ -80,20 +121,18 @@ impl Next {
     /// Runs the inner layers with `exec`. A panic in a layer or in `execute` becomes an
     /// error of kind [`ErrorKind::Panicked`].
     pub fn run(&self, exec: Exec) -> ExecuteFuture {
+        let Some(layer) = self.layers.get(self.index) else {
+            let (tool, arguments) = (self.tool.clone(), self.args.clone());
+            return Box::pin(async move { execute(&tool, &arguments, exec).await });
+        };
         let name = exec.inner.name.clone();
-        let started = catch_unwind(AssertUnwindSafe(|| match self.layers.get(self.index) {
-            Some(layer) => layer.around(
-                exec,
-                Next {
-                    layers: self.layers.clone(),
-                    index: self.index + 1,
-                    tool: self.tool.clone(),
-                    args: self.args.clone(),
-                },
-            ),
-            None => self.tool.inner.execute.execute(self.args.clone(), exec),
-        }));
-        match started {
+        let inner = Next {
+            layers: self.layers.clone(),
+            index: self.index + 1,
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+        };
+        match catch_unwind(AssertUnwindSafe(|| layer.around(exec, inner))) {
             Err(p) => {
                 let e = panicked(&name, &p);
                 Box::pin(async move { Err(e) })
@@ -108,14 +147,27 @@ impl Next {
     }
 }
 
-fn panicked(name: &str, payload: &Box<dyn std::any::Any + Send>) -> ToolError {
-    ToolError::with_kind(
-        ErrorKind::Panicked,
-        format!(
-            "tool {name} failed unexpectedly: {}",
-            panic_message(payload)
-        ),
-    )
+/// Stages 4 and 5: the call through the registered wrappers, outermost first, down to
+/// `execute`; straight to `execute` when there are none.
+pub(crate) async fn run(
+    hooks: &HookSet,
+    tool: &Tool,
+    arguments: &Arguments,
+    exec: &Exec,
+) -> Result<Value, ToolError> {
+    let result = if hooks.chain.is_empty() {
+        execute(tool, arguments, exec.clone()).await
+    } else {
+        let next = Next {
+            layers: hooks.chain.clone(),
+            index: 0,
+            tool: tool.clone(),
+            args: arguments.clone(),
+        };
+        // `Next::run` boxes: the rare path keeps its state out of every call's future.
+        next.run(exec.clone()).await
+    };
+    cancelled_if_signalled(exec, result)
 }
 
 /// A ready-made wrapper that bounds each call it wraps: after `after`, the inner layers'

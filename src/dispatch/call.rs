@@ -1,4 +1,4 @@
-//! Execution identity (DESIGN §3): what every call carries through the pipeline.
+//! Execution identity: what every call carries through the pipeline.
 
 use std::fmt;
 use std::ops::Deref;
@@ -8,7 +8,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
-use super::registry::{Registry, WeakRegistry};
+use super::registry::{Registry, Request, WeakRegistry};
+use super::tool::Tool;
 
 /// The frozen, lossless arguments of a call: cheap to clone, impossible to change.
 ///
@@ -79,7 +80,7 @@ impl fmt::Display for CallToken {
 /// The execution context a tool receives: the call's identity, its cancellation signal and
 /// its agent. Immutable: nothing in the pipeline can change a field of a call in flight; an
 /// around-wrapper that imposes a deadline passes a *new* `Exec` with a child signal inward
-/// ([`Exec::with_signal`]), so the outer one is untouched (DESIGN §3 "Execution identity").
+/// ([`Exec::with_signal`]), so the outer one is untouched.
 #[derive(Clone)]
 pub struct Exec {
     pub(crate) inner: Arc<ExecInner>,
@@ -109,6 +110,31 @@ impl fmt::Debug for Exec {
 }
 
 impl Exec {
+    /// The execution context of call `call_id` of `tool`, made from `request`: the
+    /// arguments frozen, a fresh token, the request's agent or else the registry's.
+    pub(crate) fn for_call(
+        registry: &Registry,
+        call_id: CallId,
+        tool: &Tool,
+        request: Request,
+    ) -> Exec {
+        Exec {
+            inner: Arc::new(ExecInner {
+                call_id,
+                name: tool.inner.name.clone(),
+                arguments: Arguments::new(request.arguments),
+                agent: request
+                    .agent
+                    .unwrap_or_else(|| registry.inner.agent.clone()),
+                token: registry.new_token(call_id.0),
+                parent: request.parent,
+                nested: request.nested,
+                registry: registry.downgrade(),
+            }),
+            signal: request.signal,
+        }
+    }
+
     /// This call's id.
     pub fn call_id(&self) -> CallId {
         self.inner.call_id
@@ -150,7 +176,7 @@ impl Exec {
     }
 
     /// A copy of this call whose signal is a child of this one's, for the inner layers of an
-    /// around-wrapper (DESIGN §3 stage 4). Cancel the returned token to cancel the inner
+    /// around-wrapper. Cancel the returned token to cancel the inner
     /// layers (a deadline); cancelling the call still reaches them, so a wrapper can narrow
     /// the signal but never remove it, and the outer `Exec` keeps its own signal.
     pub fn with_child_signal(&self) -> (Exec, CancellationToken) {

@@ -1,4 +1,4 @@
-//! Tools, the registry and the dispatch pipeline (DESIGN §3).
+//! Tools, the registry and the dispatch pipeline.
 //!
 //! A direct call from the host and a nested call from a `run_code` program are the same
 //! call: both go through [`Registry::dispatch`] and every stage, in the order
@@ -9,6 +9,7 @@ mod agent;
 mod around;
 mod call;
 mod card;
+mod execute;
 mod guard;
 mod hooks;
 mod observe;
@@ -22,7 +23,9 @@ mod tool;
 mod validate;
 
 pub use agent::{Agent, AgentDisposed, Injection};
-pub use around::{Around, Deadline, Metrics, MetricsSnapshot, Next, Retry, ToolMetrics};
+pub use around::{
+    Around, Deadline, Metrics, MetricsSnapshot, Next, Retry, ToolMetrics, around_fn,
+};
 pub use call::{Arguments, CallId, CallToken, Exec};
 pub use card::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 pub use guard::Guard;

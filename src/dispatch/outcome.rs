@@ -1,4 +1,4 @@
-//! The normalised outcome of a call (DESIGN §3 stages 6–8).
+//! The normalised outcome of a call.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +91,7 @@ impl Outcome {
         &self.tool
     }
 
-    /// Whether the call failed (DESIGN §3 `is_error`).
+    /// Whether the call failed.
     pub fn is_error(&self) -> bool {
         self.result.is_err()
     }

@@ -1,13 +1,68 @@
-//! Stage 6 (DESIGN §3): the output is checked as lossless JSON and against the output
-//! schema, then rendered for the model (skipped for nested calls).
+//! Stage 6: the output is snapshotted as lossless JSON (nesting within [`MAX_DEPTH`]),
+//! checked against the tool's output schema, then rendered for the model and projected
+//! into its presentation meta. Nested calls from a `run_code` program skip rendering and
+//! the projection: the program receives the value itself.
+//!
+//! A panicking renderer or projector becomes an error outcome (kind
+//! [`ErrorKind::Panicked`]) whose content is the error's message.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde_json::Value;
 
+use super::call::{Arguments, Exec};
+use super::execute::panic_message;
 use super::outcome::Content;
 use super::tool::{ErrorKind, Tool, ToolError};
 use crate::value::MAX_DEPTH;
+
+/// The content the model reads for `result`: the rendered value of a direct call, nothing
+/// for a nested call, the error's message for an error (also when rendering fails).
+pub(crate) fn rendered(
+    tool: &Tool,
+    exec: &Exec,
+    arguments: &Arguments,
+    result: Result<Value, ToolError>,
+) -> (Vec<Content>, Result<Value, ToolError>) {
+    match result {
+        Err(e) => (vec![Content::text(e.message().to_owned())], Err(e)),
+        Ok(v) if exec.is_nested() => (Vec::new(), Ok(v)),
+        Ok(v) => match render(tool, arguments, &v) {
+            Ok(content) => (content, Ok(v)),
+            Err(e) => (vec![Content::text(e.message().to_owned())], Err(e)),
+        },
+    }
+}
+
+/// The tool's presentation meta for a successful direct call (none for errors and nested
+/// calls); a failing projector turns the outcome into its error.
+pub(crate) fn presentation_meta(
+    tool: &Tool,
+    exec: &Exec,
+    arguments: &Arguments,
+    content: Vec<Content>,
+    result: Result<Value, ToolError>,
+) -> (Vec<Content>, Result<Value, ToolError>, Option<Value>) {
+    let (Some(project), Ok(value), false) =
+        (&tool.inner.presentation_meta, &result, exec.is_nested())
+    else {
+        return (content, result, None);
+    };
+    match catch_unwind(AssertUnwindSafe(|| project(arguments, value))) {
+        Ok(meta) => (content, result, meta),
+        Err(p) => {
+            let e = ToolError::with_kind(
+                ErrorKind::Panicked,
+                format!(
+                    "the presentation projector of tool {} failed: {}",
+                    tool.name(),
+                    panic_message(&p)
+                ),
+            );
+            (vec![Content::text(e.message().to_owned())], Err(e), None)
+        }
+    }
+}
 
 /// Checks a value `execute` returned: nesting within [`MAX_DEPTH`] and the output schema.
 pub(crate) fn check_output(tool: &Tool, value: &Value) -> Result<(), ToolError> {
@@ -59,9 +114,8 @@ fn too_deep(value: &Value) -> Option<String> {
     None
 }
 
-/// Renders a value for the model; a panicking renderer becomes an error (DESIGN §3
-/// "Errors").
-pub(crate) fn render(tool: &Tool, args: &Value, value: &Value) -> Result<Vec<Content>, ToolError> {
+/// Renders a value for the model; a panicking renderer becomes an error.
+fn render(tool: &Tool, args: &Value, value: &Value) -> Result<Vec<Content>, ToolError> {
     catch_unwind(AssertUnwindSafe(|| tool.render(args, value))).map_err(|p| {
         ToolError::with_kind(
             ErrorKind::Panicked,
@@ -72,15 +126,4 @@ pub(crate) fn render(tool: &Tool, args: &Value, value: &Value) -> Result<Vec<Con
             ),
         )
     })
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_owned()
-    }
 }

@@ -1,4 +1,4 @@
-//! Stage 7 (DESIGN §3): `post_execute` listeners may replace the content, replace the
+//! Stage 7: `post_execute` listeners may replace the content, replace the
 //! value, block the result, or attach model-facing context.
 //!
 //! Listeners run in registration order on the outcome of stage 6 (errors included) and
@@ -7,24 +7,77 @@
 //! turns the outcome into an error with the listener's reason. A panicking listener blocks
 //! the result.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use serde_json::Value;
 
-use super::call::Exec;
+use super::call::{Arguments, Exec};
+use super::execute::panic_message;
+use super::hooks::HookSet;
 use super::outcome::Content;
-use super::tool::ToolError;
+use super::output::{check_output, rendered};
+use super::tool::{Tool, ToolError};
+
+/// Stage 7: every listener in turn sees, and may change, the rendered outcome. Returns the
+/// content, the result and the context the listeners attached.
+pub(crate) fn apply(
+    hooks: &HookSet,
+    tool: &Tool,
+    exec: &Exec,
+    arguments: &Arguments,
+    content: Vec<Content>,
+    result: Result<Value, ToolError>,
+) -> (Vec<Content>, Result<Value, ToolError>, Vec<Content>) {
+    if hooks.post.is_empty() {
+        return (content, result, Vec::new());
+    }
+    let mut post = PostOutcome {
+        result,
+        content,
+        context: Vec::new(),
+        value_replaced: false,
+        content_replaced: false,
+    };
+    for (_, listener) in &hooks.post {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| listener.post_execute(exec, &mut post))) {
+            post.block(format!(
+                "a post-execute check failed, so the result was withheld ({})",
+                panic_message(&p)
+            ));
+        }
+    }
+    let PostOutcome {
+        result,
+        content,
+        context,
+        value_replaced,
+        content_replaced,
+    } = post;
+    if !value_replaced {
+        return (content, result, context);
+    }
+    // A replaced value is checked like the original, and rendered again unless the
+    // listener also replaced the content.
+    let result = result.and_then(|v| check_output(tool, &v).map(|()| v));
+    if content_replaced && result.is_ok() {
+        return (content, result, context);
+    }
+    let (content, result) = rendered(tool, exec, arguments, result);
+    (content, result, context)
+}
 
 /// A `post_execute` listener. Implemented for every `Fn(&Exec, &mut PostOutcome)` closure.
 pub trait PostExecute: Send + Sync + 'static {
     /// Looks at, and may change, one call's outcome.
-    fn post_execute(&self, call: &Exec, outcome: &mut PostOutcome);
+    fn post_execute(&self, exec: &Exec, outcome: &mut PostOutcome);
 }
 
 impl<F> PostExecute for F
 where
     F: Fn(&Exec, &mut PostOutcome) + Send + Sync + 'static,
 {
-    fn post_execute(&self, call: &Exec, outcome: &mut PostOutcome) {
-        self(call, outcome)
+    fn post_execute(&self, exec: &Exec, outcome: &mut PostOutcome) {
+        self(exec, outcome)
     }
 }
 

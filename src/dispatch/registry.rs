@@ -1,4 +1,4 @@
-//! The tool registry (DESIGN §3 "Registration"): effect-based registration, name rules, the
+//! The tool registry: effect-based registration, name rules, the
 //! model-facing projection and the entry point of dispatch.
 
 use std::collections::HashMap;
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
 use super::around::Around;
-use super::call::CallToken;
+use super::call::{CallId, CallToken};
 use super::guard::Guard;
 use super::hooks::{HookHandle, Hooks};
 use super::observe::Observer;
@@ -29,7 +29,7 @@ pub const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// Names a tool cannot take because the sandbox's `tools` object, promises or JSON need
 /// them: `then` (it would make `await tools` hang), `toJSON`, and the names of
-/// `Object.prototype` (DESIGN §5 "`tools`").
+/// `Object.prototype`.
 pub const RESERVED_TOOL_NAMES: &[&str] = &[
     "then",
     "catch",
@@ -96,7 +96,7 @@ pub fn tool_alias(name: &str) -> String {
     out
 }
 
-/// The set of tools, the policy hooks, and the entry point of dispatch (DESIGN §3).
+/// The set of tools, the policy hooks, and the entry point of dispatch.
 ///
 /// Cheap to clone: clones share one registry. No state is global: limits, tools and
 /// policy belong to a registry instance.
@@ -306,7 +306,7 @@ impl Registry {
     }
 
     /// The model-facing projection of the visible tools: name, description and JSON
-    /// Schemas only (DESIGN §3).
+    /// Schemas only.
     pub fn schemas(&self) -> Vec<ToolSchema> {
         self.tools()
             .into_iter()
@@ -317,6 +317,11 @@ impl Registry {
                 schema
             })
             .collect()
+    }
+
+    /// The id of the next call this registry dispatches.
+    pub(crate) fn next_call_id(&self) -> CallId {
+        CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn new_token(&self, call: u64) -> CallToken {
@@ -386,7 +391,7 @@ impl Registry {
         self.dispatch(Request::new(name, arguments, CancellationToken::new()))
     }
 
-    /// Runs one call through the whole pipeline (DESIGN §3): validation, policy, execute,
+    /// Runs one call through the whole pipeline: validation, policy, execute,
     /// output check, render, post-execute, observers. Never panics and never fails: every
     /// failure is an error [`Outcome`].
     pub fn dispatch(&self, request: Request) -> impl Future<Output = Outcome> + Send + 'static {
@@ -463,7 +468,7 @@ impl Drop for ToolHandle {
 
 /// One call to dispatch: which tool, its arguments, and its identity.
 ///
-/// The cancellation `signal` is required (DESIGN §3): cancel it to cancel the call and
+/// The cancellation `signal` is required: cancel it to cancel the call and
 /// everything it started.
 #[derive(Clone, Debug)]
 pub struct Request {

@@ -1,4 +1,4 @@
-//! A tool definition (DESIGN §3): name, description, schemas, renderer and `execute`.
+//! A tool definition: name, description, schemas, renderer and `execute`.
 
 use std::fmt;
 use std::future::Future;
@@ -13,7 +13,7 @@ use super::outcome::{Content, Outcome};
 use crate::schema::{DefinitionError, ParameterSchema, ValueSchema};
 
 /// Why a tool call failed. Model code sees only the message; the kind is for hosts,
-/// policies and observers (DESIGN §3: internal error codes never reach model code).
+/// policies and observers (internal error codes never reach model code).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
@@ -105,10 +105,10 @@ pub type ExecuteFuture = BoxFuture<'static, Result<Value, ToolError>>;
 /// Result<Value, ToolError>>` closure, so a closure is a tool body.
 ///
 /// `execute` must observe [`Exec::signal`]: when it is cancelled, stop and return
-/// [`ToolError::cancelled`] (DESIGN §3 "Cancellation").
+/// [`ToolError::cancelled`].
 pub trait Execute: Send + Sync + 'static {
     /// Starts the call.
-    fn execute(&self, args: Arguments, exec: Exec) -> ExecuteFuture;
+    fn execute(&self, arguments: Arguments, exec: Exec) -> ExecuteFuture;
 }
 
 impl<F, Fut> Execute for F
@@ -116,8 +116,8 @@ where
     F: Fn(Arguments, Exec) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    fn execute(&self, args: Arguments, exec: Exec) -> ExecuteFuture {
-        Box::pin(self(args, exec))
+    fn execute(&self, arguments: Arguments, exec: Exec) -> ExecuteFuture {
+        Box::pin(self(arguments, exec))
     }
 }
 
@@ -252,17 +252,18 @@ impl Tool {
     /// The card a UI shows when a call of this tool starts. Soft-validated: arguments that
     /// do not match the parameters schema (malformed, or from an older version of the tool),
     /// a tool without a projector, or a projector that panics give the generic card.
-    pub fn present_call(&self, args: &Value) -> CallCard {
+    pub fn present_call(&self, arguments: &Value) -> CallCard {
         if let Some(f) = &self.inner.present_call
-            && self.inner.parameters.validate(args).is_ok()
-            && let Ok(card) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args)))
+            && self.inner.parameters.validate(arguments).is_ok()
+            && let Ok(card) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(arguments)))
         {
             return card;
         }
         CallCard::Generic {
             title: self.inner.name.to_string(),
             kind: "other".to_owned(),
-            raw_input: args.clone(),
+            raw_input: arguments.clone(),
             locations: Vec::new(),
         }
     }
@@ -270,14 +271,14 @@ impl Tool {
     /// The card a UI shows for an outcome of this tool. Soft-validated like
     /// [`Tool::present_call`]; also generic when the outcome's value does not match the output
     /// schema.
-    pub fn present_result(&self, args: &Value, outcome: &Outcome) -> ResultCard {
+    pub fn present_result(&self, arguments: &Value, outcome: &Outcome) -> ResultCard {
         if let Some(f) = &self.inner.present_result
-            && self.inner.parameters.validate(args).is_ok()
+            && self.inner.parameters.validate(arguments).is_ok()
             && outcome
                 .value()
                 .is_none_or(|v| self.inner.output.validate(v).is_ok())
             && let Ok(card) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(args, outcome)))
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(arguments, outcome)))
         {
             return card;
         }
@@ -291,10 +292,10 @@ impl Tool {
 
     /// Renders a successful value for the model: the tool's renderer, or by default a
     /// string as itself and anything else as compact JSON.
-    pub(crate) fn render(&self, args: &Value, value: &Value) -> Vec<Content> {
+    pub(crate) fn render(&self, arguments: &Value, output: &Value) -> Vec<Content> {
         match &self.inner.render {
-            Some(r) => r(args, value),
-            None => vec![Content::text(match value {
+            Some(r) => r(arguments, output),
+            None => vec![Content::text(match output {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })],
@@ -367,7 +368,7 @@ impl ToolBuilder {
         self
     }
 
-    /// The body of the tool: `|args, exec| async move { … }` returning
+    /// The body of the tool: `|arguments, exec| async move { … }` returning the output,
     /// `Result<serde_json::Value, ToolError>`.
     pub fn execute<F, Fut>(mut self, f: F) -> Self
     where
@@ -384,8 +385,8 @@ impl ToolBuilder {
         self
     }
 
-    /// Renders a successful value for the model (`render(args, value) -> Vec<Content>`).
-    /// Default: a string as itself, anything else as compact JSON.
+    /// Renders a successful output for the model (`render(arguments, output) ->
+    /// Vec<Content>`). Default: a string as itself, anything else as compact JSON.
     pub fn render(
         mut self,
         f: impl Fn(&Value, &Value) -> Vec<Content> + Send + Sync + 'static,
@@ -395,7 +396,8 @@ impl ToolBuilder {
     }
 
     /// Projects durable presentation metadata from a successful call
-    /// (`presentation_meta(args, value) -> JSON`). Skipped for nested calls from `run_code`.
+    /// (`presentation_meta(arguments, output) -> JSON`). Skipped for nested calls from
+    /// `run_code`.
     pub fn presentation_meta(
         mut self,
         f: impl Fn(&Value, &Value) -> Option<Value> + Send + Sync + 'static,
@@ -404,13 +406,15 @@ impl ToolBuilder {
         self
     }
 
-    /// The card a UI shows when the call starts (pure: it receives only the arguments).
+    /// The card a UI shows when the call starts (`present_call(arguments) -> CallCard`;
+    /// pure: it receives only the arguments).
     pub fn present_call(mut self, f: impl Fn(&Value) -> CallCard + Send + Sync + 'static) -> Self {
         self.present_call = Some(Arc::new(f));
         self
     }
 
-    /// The card a UI shows for the outcome (pure: it receives only arguments and outcome).
+    /// The card a UI shows for the outcome (`present_result(arguments, outcome) ->
+    /// ResultCard`; pure: it receives only the arguments and the outcome).
     pub fn present_result(
         mut self,
         f: impl Fn(&Value, &Outcome) -> ResultCard + Send + Sync + 'static,

@@ -1,4 +1,4 @@
-//! Stage 1 (DESIGN §3): argument validation against the tool's parameters schema.
+//! Stage 1: argument validation against the tool's parameters schema.
 
 use super::tool::{ErrorKind, Tool, ToolError};
 

@@ -1,4 +1,4 @@
-//! Command-backed tools from a JSON manifest (DESIGN §7, issue 8): any program that reads
+//! Command-backed tools from a JSON manifest: any program that reads
 //! JSON on stdin and writes JSON on stdout becomes a tool.
 //!
 //! ```json
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! A tool entry has `name` and `command` (required), `description`, either `parameters`
-//! (our nodes, DESIGN §1) or `input_schema` (JSON Schema, imported), either `output` (a
+//! (our nodes, see `codemode::schema`) or `input_schema` (JSON Schema, imported), either `output` (a
 //! node) or `output_schema` (JSON Schema; with neither, the output is any JSON value),
 //! `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]) and `env` (strings). Any other key is an
 //! error, so a typo cannot silently drop a setting. How a call runs is in [`process`].
@@ -207,7 +207,7 @@ impl Manifest {
 type EntryError = (String, String);
 
 /// The one of two exclusive keys that `m` gives, if any: `(value, true)` for the JSON Schema
-/// key, `(value, false)` for the key that takes our nodes (DESIGN §7).
+/// key, `(value, false)` for the key that takes our nodes.
 fn either<'a>(
     m: &'a serde_json::Map<String, Value>,
     at: &str,

@@ -272,10 +272,13 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
                         stderr_suffix()
                     ),
                 ),
-                Ended::Overflow => ToolError::new(format!(
-                    "{name}: printed more than {MAX_STDOUT_BYTES} bytes on stdout and was killed{}",
-                    stderr_suffix()
-                )),
+                Ended::Overflow => ToolError::with_kind(
+                    ErrorKind::Limit,
+                    format!(
+                        "{name}: printed more than {MAX_STDOUT_BYTES} bytes on stdout and was killed{}",
+                        stderr_suffix()
+                    ),
+                ),
                 _ => ToolError::cancelled(),
             });
         }

@@ -205,7 +205,7 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
     Tool::builder(RUN_CODE)
         .description(description)
         .describe_with(|base, registry| {
-            match crate::declarations(registry, crate::Layout::Compact) {
+            match crate::declarations::declarations(registry, crate::declarations::Layout::Compact) {
                 Ok(d) => format!(
                     "{base}\n\nThe tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n```ts\n{d}```"
                 ),

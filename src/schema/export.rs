@@ -1,4 +1,4 @@
-//! Export of nodes to JSON Schema draft 2020-12 (DESIGN §1 "Export"), for native tool
+//! Export of nodes to JSON Schema draft 2020-12, for native tool
 //! calling and for MCP.
 
 use indexmap::IndexMap;

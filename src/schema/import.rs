@@ -1,4 +1,4 @@
-//! Import of JSON Schema into nodes (DESIGN §1 "Import"), for tools whose schemas arrive as
+//! Import of JSON Schema into nodes, for tools whose schemas arrive as
 //! JSON Schema: MCP servers, OpenAI and Anthropic tool definitions, manifests that give
 //! `input_schema`.
 //!

@@ -1,4 +1,4 @@
-//! Tool schemas (DESIGN §1): the node language, its JSON form, validation with JSON paths,
+//! Tool schemas: the node language, its JSON form, validation with JSON paths,
 //! and export to JSON Schema.
 //!
 //! Two grammars share one node language:
@@ -62,7 +62,7 @@ impl DefinitionError {
     }
 }
 
-/// The arguments schema of a tool (DESIGN §1 ParameterSchemaSpec): properties of an implicit
+/// The arguments schema of a tool: properties of an implicit
 /// root object that stays open.
 ///
 /// ```
@@ -329,7 +329,7 @@ impl ParameterSchema {
     }
 }
 
-/// The canonical output schema of a tool (DESIGN §1 ValueSchemaSpec): one node.
+/// The canonical output schema of a tool: one node.
 ///
 /// ```
 /// use codemode::schema::{Node, ValueSchema};
@@ -450,7 +450,7 @@ impl ValueSchema {
 }
 
 impl Node {
-    /// Parses a node from its JSON form (DESIGN §1 table), e.g.
+    /// Parses a node from its JSON form, e.g.
     /// `{"type": "array", "items": {"type": "string"}, "maxItems": 3}`.
     ///
     /// # Errors

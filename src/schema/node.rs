@@ -1,11 +1,11 @@
-//! The node language of DESIGN §1: one [`Node`] per schema position.
+//! The node language of tool schemas: one [`Node`] per schema position.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 pub use super::pattern::Pattern;
 
-/// One node of a tool schema (DESIGN §1, "A node").
+/// One node of a tool schema.
 ///
 /// A node is a [`NodeKind`] plus the annotations every node may carry: `description`,
 /// `default` and, as an object property, `required`. Build nodes with the constructors
@@ -141,7 +141,7 @@ pub struct ObjectSpec {
     /// Declared properties, in declaration order. A property is required when its node says so.
     pub properties: IndexMap<String, Node>,
     /// What to do with keys not in `properties`. `None` means the definition left it out,
-    /// which is a definition error for an explicit object node (DESIGN §1).
+    /// which is a definition error for an explicit object node.
     pub additional: Option<Additional>,
     /// Fewest properties allowed.
     pub min_properties: Option<u64>,
@@ -228,7 +228,7 @@ impl Node {
 
     /// An `object` node with these properties. Declare `additionalProperties` with
     /// [`Node::additional_properties`] or [`Node::additional_schema`]: leaving it out is a
-    /// definition error (DESIGN §1).
+    /// definition error.
     pub fn object<K: Into<String>>(properties: impl IntoIterator<Item = (K, Node)>) -> Node {
         Node::of(NodeKind::Object(ObjectSpec {
             properties: properties.into_iter().map(|(k, v)| (k.into(), v)).collect(),

@@ -1,4 +1,4 @@
-//! The JSON form of the node language (DESIGN §1 table), as manifests and embedders write it.
+//! The JSON form of the node language, as manifests and embedders write it.
 //!
 //! Parsing is strict: an unknown keyword is a definition error naming its path, except the
 //! annotation keywords `title`, `examples`, `$comment`, `deprecated`, `readOnly` and

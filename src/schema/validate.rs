@@ -1,4 +1,4 @@
-//! Validation of JSON values against nodes (DESIGN §1 "Validation").
+//! Validation of JSON values against nodes.
 //!
 //! The walk allocates nothing while values are valid: paths are built on the stack
 //! ([`PathSeg`]) and formatted only when a violation is recorded.

@@ -1,11 +1,12 @@
-//! `codemode check PROGRAM|-`: a static check of a program against the tools, without Node
-//! (issue 7); with `--tsc`, also the real TypeScript compiler when it is installed.
+//! `codemode check PROGRAM|-`: a static check of a program against the tools, without Node;
+//! with `--tsc`, also the real TypeScript compiler when it is installed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Args;
-use codemode::{Layout, SANDBOX_GLOBALS, check_program, declarations, typescript_program};
+use codemode::declarations::{Layout, SANDBOX_GLOBALS, declarations};
+use codemode::{check_program, typescript_program};
 
 use crate::cli::SetupError;
 use crate::cli::commands::run::read_program;

@@ -1,10 +1,10 @@
-//! `codemode types`: the TypeScript declarations of the tools a program sees (DESIGN §6),
+//! `codemode types`: the TypeScript declarations of the tools a program sees,
 //! or their Rust types.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use codemode::{Layout, SANDBOX_GLOBALS};
+use codemode::declarations::{Layout, SANDBOX_GLOBALS};
 
 use crate::cli::SetupError;
 use crate::cli::setup::ToolOptions;
@@ -34,7 +34,8 @@ impl TypesCommand {
             // typify panics on some schemas; that is caught and becomes a commented
             // fallback type, so its panic message is not for the user.
             std::panic::set_hook(Box::new(|_| {}));
-            let text = codemode_codegen::rust_types(&codemode::tool_decls(&tools.registry));
+            let text =
+                codemode_codegen::rust_types(&codemode::declarations::tool_decls(&tools.registry));
             let _ = std::panic::take_hook();
             crate::cli::out(&text);
             return Ok(ExitCode::SUCCESS);
@@ -44,7 +45,7 @@ impl TypesCommand {
         } else {
             Layout::Pretty
         };
-        let text = codemode::declarations(&tools.registry, layout)
+        let text = codemode::declarations::declarations(&tools.registry, layout)
             .map_err(|e| SetupError(e.to_string()))?;
         crate::cli::out(&text);
         if self.globals {
