@@ -46,6 +46,7 @@ mod builtin;
 mod check;
 mod dispatch;
 pub mod manifest;
+mod program;
 mod run_code;
 mod sandbox;
 pub mod schema;

@@ -13,7 +13,6 @@ mod logs;
 mod prelude;
 mod reaper;
 mod report;
-pub(crate) mod source;
 mod watchdog;
 
 pub use limits::{Limits, MIN_MEMORY};
