@@ -1,5 +1,5 @@
-//! A static check of a program against the tools it calls (`codemode check`, issue 7): no
-//! Node, no engine, only swc's parser and the tools' schemas.
+//! A static check of a program against the tools it calls (`codemode check`): no Node, no
+//! engine, only the program module's swc parse and the tools' schemas.
 //!
 //! What it reports, each with the line and column in the program's own text (fences
 //! included):
@@ -8,8 +8,9 @@
 //! - calls `tools.<name>(…)` / `tools["name"](…)` of a name that is not a tool the program
 //!   sees, with the closest name;
 //! - object-literal arguments that miss a required key, carry a key the object does not
-//!   take (where it is closed: the root of the arguments is always open, DESIGN §1), or give
-//!   a literal value the schema refuses (wrong type, not in the enum, out of range, …).
+//!   take (where it is closed: a tool's arguments object is always open at its root, as
+//!   its parameter schema is), or give a literal value the schema refuses (wrong type,
+//!   not in the enum, out of range, …).
 //!
 //! It is deliberately conservative: a key that is computed, an object with a spread, a
 //! value that is not a literal, or a program that declares its own `tools` is not
