@@ -5,6 +5,7 @@
 //! the same task. Nothing survives between runs.
 
 mod alloc;
+pub(crate) mod bench;
 pub(crate) mod convert;
 mod driver;
 mod flags;
