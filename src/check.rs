@@ -1,5 +1,5 @@
-//! A static check of a program against the tools it calls (`codemode check`, issue 7): no
-//! Node, no engine, only swc's parser and the tools' schemas.
+//! A static check of a program against the tools it calls (`codemode check`): no Node, no
+//! engine, only the program module's swc parse and the tools' schemas.
 //!
 //! What it reports, each with the line and column in the program's own text (fences
 //! included):
@@ -8,8 +8,9 @@
 //! - calls `tools.<name>(…)` / `tools["name"](…)` of a name that is not a tool the program
 //!   sees, with the closest name;
 //! - object-literal arguments that miss a required key, carry a key the object does not
-//!   take (where it is closed: the root of the arguments is always open, DESIGN §1), or give
-//!   a literal value the schema refuses (wrong type, not in the enum, out of range, …).
+//!   take (where it is closed: a tool's arguments object is always open at its root, as
+//!   its parameter schema is), or give a literal value the schema refuses (wrong type,
+//!   not in the enum, out of range, …).
 //!
 //! It is deliberately conservative: a key that is computed, an object with a spread, a
 //! value that is not a literal, or a program that declares its own `tools` is not
@@ -26,7 +27,7 @@ use swc_ecma_visit::{Visit, VisitWith};
 
 use crate::dispatch::Registry;
 use crate::dispatch::registry::{closest_name, unknown_tool_message};
-use crate::sandbox::source::{LineIndex, parse_for_check, prepare_here};
+use crate::program::{LineIndex, parse_for_check, prepare_here};
 use crate::schema::validate::Validator;
 use crate::schema::{Additional, Node, NodeKind, ObjectSpec, ParameterSchema};
 use crate::value::PathSeg;
@@ -69,12 +70,12 @@ impl fmt::Display for Diagnostic {
 /// Checks `source` (a `run_code` program) against the tools a program in `registry` sees.
 /// Returns the diagnostics in source order; empty when nothing was found.
 pub fn check_program(source: &str, registry: &Registry) -> Vec<Diagnostic> {
-    crate::sandbox::source::with_parse_stack(source.len(), || check_here(source, registry))
+    crate::program::with_parse_stack(source.len(), || check_here(source, registry))
         .unwrap_or_else(syntax)
 }
 
 /// The one diagnostic of a program that cannot be parsed.
-fn syntax(e: crate::sandbox::source::SourceError) -> Vec<Diagnostic> {
+fn syntax(e: crate::program::SourceError) -> Vec<Diagnostic> {
     vec![Diagnostic {
         line: e.line.unwrap_or(1),
         column: e.column.unwrap_or(1),
@@ -521,12 +522,9 @@ const TS_WRAPPER: &str = "async function __codemode_program() { ";
 pub fn typescript_program(source: &str) -> TypescriptProgram {
     // Unfencing and finding the exports parse the program: on a stack sized for it. The
     // program becomes a function's body, so `export default x` is checked as `return x`.
-    let (body, line_offset) = crate::sandbox::source::with_parse_stack(source.len(), || {
-        let (body, line_offset) = crate::sandbox::source::unfence(source);
-        (
-            crate::sandbox::source::exports_as_statements(body),
-            line_offset,
-        )
+    let (body, line_offset) = crate::program::with_parse_stack(source.len(), || {
+        let (body, line_offset) = crate::program::unfence(source);
+        (crate::program::exports_as_statements(body), line_offset)
     })
     .unwrap_or_else(|_| (source.to_owned(), 0));
     TypescriptProgram {

@@ -61,6 +61,7 @@ mod check;
 pub mod declarations;
 mod dispatch;
 pub mod manifest;
+mod program;
 mod run_code;
 mod sandbox;
 pub mod schema;

@@ -1,5 +1,5 @@
-//! The output cap (DESIGN §5 "Output cap and spill"): cutting the model-facing text of a run
-//! to a number of characters, safely.
+//! The output cap: cutting the model-facing text of a run to a number of characters,
+//! safely.
 //!
 //! Characters are Unicode scalar values (`char`s): a surrogate pair from JavaScript is one
 //! character, and no cut can fall inside a UTF-8 sequence. A cut moves to the nearest

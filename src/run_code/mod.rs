@@ -1,35 +1,40 @@
-//! The `run_code` tool (DESIGN §5): one program, every visible tool as
-//! `await tools.<name>(args)`, one canonical JSON result.
+//! The `run_code` tool: one program, every visible tool as `await tools.<name>(args)`,
+//! one canonical JSON result.
 //!
-//! Arguments: `{"code": string, "timeout_ms"?: integer}`. The canonical value:
+//! Arguments: `{"code": string, "timeout_ms"?: integer}`. The canonical value (built as a
+//! typed struct and serialised, see `output.rs`; its schema is [`run_code_output_schema`]):
 //!
 //! ```json
 //! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
-//!  "error"?: {"name", "message", "line"?, "column"?}, "calls": [{"tool", "status", "ms"}],
+//!  "error"?: {"name", "message", "line"?, "column"?},
+//!  "calls": [{"tool", "status", "ms", "count"?}],
 //!  "spill"?: {"path", "bytes", "read_file_path"?} | {"error"}}
 //! ```
 //!
-//! The value is the capped one (DESIGN §5 "Output cap and spill"): `result`, `logs` and
-//! `error` hold what the model sees, at most [`RunCodeConfig::output_cap`] characters of
-//! text in all ([`render_text`]); when anything was cut, `spill` names the file that holds
-//! the full output (or says why it could not be written).
+//! The value is the capped one: `result`, `logs` and `error` hold what the model sees, at
+//! most [`RunCodeConfig::output_cap`] characters of text in all ([`render_text`]); when
+//! anything was cut, `spill` names the file that holds the full output (or says why it
+//! could not be written).
 //!
 //! A program that fails is still a successful *call* of `run_code`: its value has
-//! `"status": "error"` and says why (a program error is a domain outcome, DESIGN §3).
+//! `"status": "error"` and says why (a program error is an outcome the model acts on, not a
+//! failure of the tool).
 
 mod cap;
+mod output;
 mod spill;
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
+use self::output::{CallEntry, RunCodeOutput, SpillInfo};
 use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
 use crate::sandbox::{
-    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, LogSink, ProgramError, RunReport,
-    RunRequest,
+    self, CallRecord, Limits, LogLevel, LogSink, ProgramError, RunReport, RunRequest,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
@@ -108,7 +113,8 @@ impl RunCodeConfig {
     }
 }
 
-/// The output schema of `run_code`: the canonical value of DESIGN §5 "Result".
+/// The output schema of `run_code`: its canonical value, `{"status", "result"?, "logs",
+/// "error"?, "calls", "spill"?}`.
 pub fn run_code_output_schema() -> ValueSchema {
     let log = Node::object([
         (
@@ -269,80 +275,34 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
 
 /// The `calls` list of the canonical value: the first `listed` calls one by one, later ones
 /// folded per tool and status into entries with a `count` and their total `ms`.
-fn calls_value(calls: Vec<CallRecord>, listed: usize) -> Value {
-    let status_str = |s: CallStatus| match s {
-        CallStatus::Ok => "ok",
-        CallStatus::Error => "error",
-        CallStatus::Cancelled => "cancelled",
-    };
-    let entry = |tool: String, status: CallStatus, ms: u64, count: Option<u64>| {
-        let mut m = Map::with_capacity(4);
-        m.insert("tool".into(), Value::String(tool));
-        m.insert("status".into(), status_str(status).into());
-        m.insert("ms".into(), ms.into());
-        if let Some(n) = count {
-            m.insert("count".into(), n.into());
-        }
-        Value::Object(m)
-    };
-    let mut list: Vec<Value> = Vec::with_capacity(calls.len().min(listed) + 4);
-    let mut folded: Vec<(String, CallStatus, u64, u64)> = Vec::new();
+fn call_entries(calls: Vec<CallRecord>, listed: usize) -> Vec<CallEntry> {
+    let mut list: Vec<CallEntry> = Vec::with_capacity(calls.len().min(listed) + 4);
+    let mut folded: Vec<CallEntry> = Vec::new();
     for (i, c) in calls.into_iter().enumerate() {
         if i < listed {
-            list.push(entry(c.tool, c.status, c.ms, None));
-        } else if let Some(f) = folded.iter_mut().find(|f| f.0 == c.tool && f.1 == c.status) {
-            f.2 += c.ms;
-            f.3 += 1;
+            list.push(CallEntry {
+                tool: c.tool,
+                status: c.status,
+                ms: c.ms,
+                count: None,
+            });
+        } else if let Some(f) = folded
+            .iter_mut()
+            .find(|f| f.tool == c.tool && f.status == c.status)
+        {
+            f.ms += c.ms;
+            f.count = f.count.map(|n| n + 1);
         } else {
-            folded.push((c.tool, c.status, c.ms, 1));
+            folded.push(CallEntry {
+                tool: c.tool,
+                status: c.status,
+                ms: c.ms,
+                count: Some(1),
+            });
         }
     }
-    list.extend(
-        folded
-            .into_iter()
-            .map(|(tool, status, ms, n)| entry(tool, status, ms, Some(n))),
-    );
-    Value::Array(list)
-}
-
-fn logs_value<'a>(logs: impl IntoIterator<Item = &'a LogEntry>) -> Value {
-    Value::Array(
-        logs.into_iter()
-            .map(|l| {
-                let mut m = Map::with_capacity(2);
-                m.insert("level".into(), l.level.as_str().into());
-                m.insert("text".into(), Value::String(l.text.clone()));
-                Value::Object(m)
-            })
-            .collect(),
-    )
-}
-
-/// The canonical value of a run (DESIGN §5 "Result") from its parts.
-fn canonical_value(
-    result: Result<Option<Value>, ProgramError>,
-    logs: Value,
-    calls: Value,
-    spill: Option<Value>,
-) -> Value {
-    let mut out = Map::new();
-    let (status, value, error) = match result {
-        Ok(v) => ("ok", v, None),
-        Err(e) => ("error", None, Some(e)),
-    };
-    out.insert("status".into(), status.into());
-    if let Some(v) = value {
-        out.insert("result".into(), v);
-    }
-    out.insert("logs".into(), logs);
-    if let Some(e) = error {
-        out.insert("error".into(), json!(e));
-    }
-    out.insert("calls".into(), calls);
-    if let Some(s) = spill {
-        out.insert("spill".into(), s);
-    }
-    Value::Object(out)
+    list.extend(folded);
+    list
 }
 
 /// Characters of the `result: …` or `error: …` part of the model-facing text.
@@ -400,8 +360,9 @@ fn share(logs: usize, outcome: usize, budget: usize) -> (usize, usize) {
 }
 
 /// The canonical value of a finished run, capped to `config.output_cap` characters of
-/// model-facing text (DESIGN §5 "Output cap and spill"), with the full output spilled when
-/// anything was cut.
+/// model-facing text, with the full output spilled when anything was cut: the text is cut
+/// (head, marker, tail; a JSON result shrunk structurally so it still parses) until
+/// [`render_text`] of the value fits.
 fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig) -> Value {
     let cap = config.output_cap;
     let kept = report.logs;
@@ -412,13 +373,14 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
         dropped_chars: kept.dropped_chars,
         dropped_newlines: kept.dropped_newlines,
     };
-    let calls = calls_value(report.calls, config.calls_listed);
+    let calls = call_entries(report.calls, config.calls_listed);
     let outcome = report.result;
     let logs_chars = view.rendered_chars();
     let result_chars = outcome_chars(&outcome, cap.saturating_add(1));
     if kept.dropped_entries == 0 && logs_chars + result_chars <= cap {
-        let logs = logs_value(kept.head.iter().chain(&kept.tail));
-        return canonical_value(outcome, logs, calls, None);
+        let mut logs = kept.head;
+        logs.extend(kept.tail);
+        return RunCodeOutput::new(outcome, logs, calls).into_value();
     }
 
     let spilled = match &spill {
@@ -432,33 +394,30 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
             w.finish(outcome.as_ref().map(Option::as_ref))
         }),
     };
-    let spill_value = match spilled {
-        Ok(s) => {
-            let mut m = Map::new();
-            m.insert("path".into(), s.path.to_string_lossy().into_owned().into());
-            m.insert("bytes".into(), s.bytes.into());
-            if let Some(rel) = s.read_file_path {
-                m.insert("read_file_path".into(), rel.into());
-            }
-            Value::Object(m)
-        }
-        Err(e) => json!({ "error": e }),
+    let spill_info = match spilled {
+        Ok(s) => SpillInfo::Saved {
+            path: s.path.to_string_lossy().into_owned(),
+            bytes: s.bytes,
+            read_file_path: s.read_file_path,
+        },
+        Err(error) => SpillInfo::Failed { error },
     };
-    let notice = spill_notice(&spill_value);
+    let notice = spill_info.notice();
     let mut budget = cap.saturating_sub(notice.chars().count() + 1);
+    let mut shown = RunCodeOutput::new(Ok(None), Vec::new(), calls);
+    shown.spill = Some(spill_info);
     loop {
         let (logs_budget, outcome_budget) = share(logs_chars, result_chars, budget);
-        let logs = match cap::cut_logs(&view, logs_budget) {
-            Some(cut) => logs_value(&cut),
-            None => logs_value(kept.head.iter().chain(&kept.tail)),
+        shown.logs = match cap::cut_logs(&view, logs_budget) {
+            Some(cut) => cut,
+            None => kept.head.iter().chain(&kept.tail).cloned().collect(),
         };
-        let shown = cap_outcome(&outcome, outcome_budget);
-        let value = canonical_value(shown, logs, calls.clone(), Some(spill_value.clone()));
-        let chars = render_text(&value).chars().count();
+        shown.set_outcome(cap_outcome(&outcome, outcome_budget));
+        let chars = shown.render_text().chars().count();
         if chars <= cap || budget == 0 {
             // The full result can be large: freeing it is not the caller's wait.
             sandbox::reap_later(outcome);
-            return value;
+            return shown.into_value();
         }
         budget = budget.saturating_sub(chars - cap);
     }
@@ -484,75 +443,16 @@ pub(crate) fn present_lines(lines: Vec<String>, result: Value, config: &RunCodeC
     present(report, spill, config)
 }
 
-/// The line that ends a cut preview: where the full output is and how to read it.
-fn spill_notice(spill: &Value) -> String {
-    let path = spill.get("path").and_then(Value::as_str);
-    let bytes = spill.get("bytes").and_then(Value::as_u64).unwrap_or(0);
-    match (path, spill.get("read_file_path").and_then(Value::as_str)) {
-        (Some(path), Some(rel)) => format!(
-            "[output cut to fit; all of it ({bytes} bytes) is in {path}: read it with read_file {{\"path\": {}, \"offset\": 1, \"limit\": 200}}.]",
-            Value::String(rel.to_owned())
-        ),
-        (Some(path), None) => {
-            format!("[output cut to fit; all of it ({bytes} bytes) is in {path}.]")
-        }
-        _ => format!(
-            "[output cut to fit; the full output could not be saved: {}.]",
-            spill
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error")
-        ),
-    }
-}
-
 /// The model-facing text of a run: its console lines (`[level] ` before those that are not
 /// `log`), then `result: ` and the result as compact JSON (`undefined` when absent) or
 /// `error: ` and the error; when the output was cut, a last line naming the spill file and
 /// how to read it.
+///
+/// `value` is a canonical `run_code` value (see [`run_code_output_schema`]); one that is
+/// not is rendered as its compact JSON.
 pub fn render_text(value: &Value) -> String {
-    let mut out = String::new();
-    if let Some(logs) = value.get("logs").and_then(Value::as_array) {
-        for entry in logs {
-            let level = entry.get("level").and_then(Value::as_str).unwrap_or("log");
-            let text = entry.get("text").and_then(Value::as_str).unwrap_or("");
-            if level != LogLevel::Log.as_str() {
-                out.push('[');
-                out.push_str(level);
-                out.push_str("] ");
-            }
-            out.push_str(text);
-            out.push('\n');
-        }
+    match RunCodeOutput::deserialize(value) {
+        Ok(output) => output.render_text(),
+        Err(_) => value.to_string(),
     }
-    if value.get("status").and_then(Value::as_str) == Some("error") {
-        let e = value.get("error").cloned().unwrap_or(Value::Null);
-        let error = ProgramError {
-            name: e
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("Error")
-                .to_owned(),
-            message: e
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            line: e.get("line").and_then(Value::as_u64).map(|n| n as u32),
-            column: e.get("column").and_then(Value::as_u64).map(|n| n as u32),
-        };
-        out.push_str("error: ");
-        out.push_str(&error.to_string());
-    } else {
-        out.push_str("result: ");
-        match value.get("result") {
-            None => out.push_str("undefined"),
-            Some(v) => out.push_str(&v.to_string()),
-        }
-    }
-    if let Some(spill) = value.get("spill") {
-        out.push('\n');
-        out.push_str(&spill_notice(spill));
-    }
-    out
 }

@@ -1,13 +1,13 @@
-//! Spill files (DESIGN §5 "Output cap and spill"): the full output of a run whose preview
-//! was cut, written atomically into a spill folder with a retention limit.
+//! Spill files: the full output of a run whose preview was cut, written atomically into a
+//! spill folder with a retention limit.
 //!
 //! A spill file holds exactly the text the model would have seen without the cap: every
 //! console line (`[level] ` before lines that are not `log`), then `result: ` and the
 //! result as JSON with each top-level item or member on a line of its own (so `read_file`
-//! with `offset`/`limit` and `grep` can page through it), or `error: ` and the error. Console lines stream into a
-//! temporary file in the folder as the program produces them; the result is appended at
-//! the end and the file is renamed to its final name (`run-<unix ms>-<random>.txt`), so a
-//! crash never leaves half a file under a final name.
+//! with `offset`/`limit` and `grep` can page through it), or `error: ` and the error.
+//! Console lines stream into a temporary file in the folder as the program produces them;
+//! the result is appended at the end and the file is renamed to its final name
+//! (`run-<unix ms>-<random>.txt`), so a crash never leaves half a file under a final name.
 
 use std::fs;
 use std::io::{self, BufWriter, Write};

@@ -36,10 +36,10 @@ use super::convert::{ConvertError, Primordials, ToJson, describe_thrown, json_to
 use super::flags::{RunFlags, StopReason};
 use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::report::{CallRecord, CallStatus, ProgramError};
-use super::source::{self, Program};
 use super::{Limits, prelude, reaper, watchdog};
 use crate::dispatch::registry::unknown_tool_message;
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
+use crate::program::{self, Program};
 use crate::value::{FxBuild, PathSeg, json_size};
 
 /// Everything one run needs.
@@ -175,7 +175,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
             ),
         ));
     }
-    let program = match source::prepare(&request.source) {
+    let program = match program::prepare(&request.source) {
         Ok(p) => p,
         Err(e) => {
             return fail(ProgramError {
@@ -504,7 +504,7 @@ impl Driver<'_> {
     }
 
     /// The await the program last reached, if it reached one.
-    fn last_await_site(&self, js: &Prelude<'_>) -> Option<&source::AwaitSite> {
+    fn last_await_site(&self, js: &Prelude<'_>) -> Option<&program::AwaitSite> {
         let last = js.bridge.borrow().as_ref().map_or(0, Bridge::site);
         self.program.awaits.get(last.checked_sub(1)?)
     }

@@ -5,6 +5,7 @@
 //! the same task. Nothing survives between runs.
 
 mod alloc;
+pub(crate) mod bench;
 pub(crate) mod convert;
 mod driver;
 mod flags;
@@ -13,7 +14,6 @@ mod logs;
 mod prelude;
 mod reaper;
 mod report;
-pub(crate) mod source;
 mod watchdog;
 
 pub use limits::{Limits, MIN_MEMORY};

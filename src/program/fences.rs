@@ -1,0 +1,100 @@
+//! The text around a program: markdown fences and prose, and a hashbang line.
+
+use super::parse::parse;
+
+/// Finds the program inside markdown fences. Returns the body and how many lines precede
+/// it in `source`.
+pub(crate) fn unfence(source: &str) -> (&str, u32) {
+    let is_fence = |line: &str| {
+        let t = line.trim_start_matches(' ');
+        line.len() - t.len() <= 3 && (t.starts_with("```") || t.starts_with("~~~"))
+    };
+    if !source.lines().any(is_fence) {
+        return (source, 0);
+    }
+    // A fence inside a comment or a template literal of a program that parses as it is
+    // belongs to the program. Text that opens with a fence is fenced (it may parse too:
+    // ``` `ts …` ``` is a chain of tagged templates).
+    let opens_with_fence = source
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(is_fence);
+    if !opens_with_fence && parse(source).is_ok() {
+        return (source, 0);
+    }
+    // Blocks: (tag, body start byte, body end byte, lines before body).
+    let mut blocks: Vec<(String, usize, usize, u32)> = Vec::new();
+    let mut offset = 0usize;
+    let mut open: Option<(String, usize, u32)> = None;
+    for (index, line) in source.split_inclusive('\n').enumerate() {
+        let content = line.trim_end_matches(['\n', '\r']);
+        if is_fence(content) {
+            match open.take() {
+                None => {
+                    let tag = content
+                        .trim_start_matches(' ')
+                        .trim_start_matches(['`', '~'])
+                        .trim()
+                        .to_ascii_lowercase();
+                    open = Some((tag, offset + line.len(), index as u32 + 1));
+                }
+                Some((tag, start, lines)) => blocks.push((tag, start, offset, lines)),
+            }
+        }
+        offset += line.len();
+    }
+    if let Some((tag, start, lines)) = open {
+        blocks.push((tag, start, source.len(), lines));
+    }
+    let code_tag = |t: &str| {
+        let t = t.split_whitespace().next().unwrap_or("");
+        matches!(
+            t,
+            "" | "js" | "javascript" | "ts" | "typescript" | "mjs" | "jsx" | "tsx"
+        )
+    };
+    let chosen = blocks
+        .iter()
+        .find(|b| code_tag(&b.0))
+        .or_else(|| blocks.first());
+    match chosen {
+        Some((_, start, end, lines)) => (&source[*start..*end], *lines),
+        None => (source, 0),
+    }
+}
+
+/// `body` with a leading `#!` line written as a `//` comment (same length: positions stay),
+/// since the program runs inside a wrapper where a hashbang is not at the start.
+pub(super) fn without_hashbang(body: &str) -> std::borrow::Cow<'_, str> {
+    match body.strip_prefix("#!") {
+        Some(rest) => format!("//{rest}").into(),
+        None => body.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::prepare;
+
+    #[test]
+    fn fences_and_prose_are_removed_and_lines_kept() {
+        let p = prepare("Here it is:\n```ts\nconst x: number = 1;\nx\n```\nDone.").unwrap();
+        assert!(!p.code.contains("Here"));
+        assert!(p.code.contains("const x         = 1;"), "{}", p.code);
+        // line 2 of the code is line 4 of the model's text
+        assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+    }
+
+    #[test]
+    fn fences_inside_a_program_that_parses_belong_to_it() {
+        let in_comment = "/* Usage:\n```ts\nawait tools.glob({})\n```\n*/\nreturn 1";
+        assert_eq!(unfence(in_comment), (in_comment, 0));
+        let in_template = "const md = `\n~~~\nx\n~~~\n`;\nreturn md";
+        assert_eq!(unfence(in_template), (in_template, 0));
+        assert_eq!(
+            unfence("Run this:\n```\nreturn 1\n```\n"),
+            ("return 1\n", 2)
+        );
+    }
+}

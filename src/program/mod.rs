@@ -1,0 +1,175 @@
+//! Program text: from the text a model wrote to the JavaScript the engine runs.
+//!
+//! This module knows swc, not the engine: the sandbox evaluates the [`Program`] it makes,
+//! and `codemode check` reads the same syntax tree. The steps, in order:
+//!
+//! 1. [`fences`]: markdown fences are removed (the first fenced block is the program;
+//!    prose around it is ignored), and a leading `#!` line becomes a comment.
+//! 2. [`parse`](mod@parse): the program is parsed as a TypeScript module with swc, to
+//!    report syntax errors with line and column (on a thread with a stack sized for the
+//!    text).
+//! 3. [`forms`]: its form is recognised and planned as edits that keep positions: a body
+//!    with top-level `return` and `await`, a last expression statement (its value is the
+//!    result), `export default <expr>` (called when it is a function), an
+//!    `async function main()` never called (it is called); [`awaits`] numbers every `await`
+//!    so a run can say where the program waits.
+//! 4. The edited body is put inside the [`wrapper`](mod@wrapper)
+//!    (`(async function program() {` … `})`, opening on the body's first line).
+//! 5. [`strip`]: TypeScript syntax is stripped with `swc_ts_fast_strip` (types become
+//!    spaces, so lines and columns are kept), and a NUL is written as its escape (the
+//!    engine takes its source as a C string).
+//!
+//! Every insertion is recorded so that positions the engine reports map back to the
+//! model's own source ([`Program::original_position`], in [`positions`]).
+
+mod awaits;
+mod fences;
+mod forms;
+mod parse;
+mod positions;
+mod strip;
+mod wrapper;
+
+use swc_ecma_ast::Module;
+
+pub(crate) use self::awaits::AwaitSite;
+pub(crate) use self::fences::unfence;
+use self::fences::without_hashbang;
+pub(crate) use self::forms::exports_as_statements;
+use self::forms::{EditKind, plan_edits};
+use self::parse::parse;
+pub(crate) use self::parse::with_parse_stack;
+pub(crate) use self::positions::LineIndex;
+use self::positions::PositionMap;
+use self::strip::strip_types;
+use self::wrapper::wrapper;
+
+/// A program ready to evaluate.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    /// JavaScript whose completion value is `[program, lastAwait]`: the async function to
+    /// call, and a function returning the number of the await the program last reached
+    /// (0 before the first; see [`wrapper::Wrapper::mark`]).
+    pub(crate) code: String,
+    /// When the program was `export default <expr>`: call the value if it is a function.
+    pub(crate) call_default: bool,
+    /// The program's awaits, numbered from 1 (see [`wrapper::Wrapper::mark`]).
+    pub(crate) awaits: Vec<AwaitSite>,
+    map: PositionMap,
+}
+
+/// A program that cannot run, with its position in the model's own source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceError {
+    /// The error's name as the program sees it (`SyntaxError`, `ProgramError`,
+    /// `LimitError`, `InternalError`).
+    pub(crate) name: &'static str,
+    /// What is wrong and, where possible, what to write instead.
+    pub(crate) message: String,
+    /// 1-based line in the model's own source.
+    pub(crate) line: Option<u32>,
+    /// 1-based column (in characters) in the model's own source.
+    pub(crate) column: Option<u32>,
+}
+
+/// Prepares `source` to run.
+///
+/// # Errors
+/// A [`SourceError`] for a syntax error, a construct that cannot run (an `import`, a
+/// TypeScript `enum` or `namespace`), or a program that only declares functions and calls
+/// none.
+pub(crate) fn prepare(source: &str) -> Result<Program, SourceError> {
+    with_parse_stack(source.len(), || prepare_here(source))?
+}
+
+/// [`prepare`] on this thread's stack: for callers already inside [`with_parse_stack`].
+pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
+    let (body, line_offset) = unfence(source);
+    let body = &*without_hashbang(body);
+    let mut map = PositionMap {
+        line_offset,
+        insertions: Vec::new(),
+    };
+    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
+    let plan = plan_edits(body, &module).map_err(|e| e.shifted(line_offset))?;
+
+    let wrap = wrapper();
+    let mut edited = String::with_capacity(wrap.prefix.len() + body.len() + wrap.suffix.len() + 32);
+    edited.push_str(&wrap.prefix);
+    let mut last = 0usize;
+    let lines = LineIndex::new(body);
+    for edit in &plan.edits {
+        edited.push_str(&body[last..edit.start]);
+        match &edit.kind {
+            EditKind::Insert(text) => {
+                let (line, col) = lines.line_col(body, edit.start);
+                map.insertions
+                    .push((line, col, text.chars().count() as u32));
+                edited.push_str(text);
+                last = edit.start;
+            }
+            EditKind::Replace { end, text } => {
+                edited.push_str(text);
+                last = *end;
+            }
+        }
+    }
+    edited.push_str(&body[last..]);
+    if let Some(tail) = &plan.append {
+        edited.push('\n');
+        edited.push_str(tail);
+    }
+    edited.push_str(&wrap.suffix);
+
+    let code = strip_types(edited).map_err(|mut e| {
+        if let (Some(l), Some(c)) = (e.line, e.column) {
+            let (l, c) = map.original(l, c);
+            e.line = Some(l);
+            e.column = Some(c);
+        }
+        e
+    })?;
+    let awaits = plan
+        .awaits
+        .into_iter()
+        .map(|a| AwaitSite {
+            line: a.line + line_offset,
+            ..a
+        })
+        .collect();
+    // The engine takes its source as a C string: a NUL (legal in strings, templates and
+    // comments) is written as the escape that means the same there.
+    let code = if code.contains('\0') {
+        code.replace('\0', "\\x00")
+    } else {
+        code
+    };
+    Ok(Program {
+        code,
+        call_default: plan.call_default,
+        awaits,
+        map,
+    })
+}
+
+/// The syntax tree of a program for static checks (`codemode check`): the module, the body
+/// it was parsed from (the program without its markdown fences; span `lo` is the byte
+/// offset in it plus 1), and how many lines precede the body in `source`.
+///
+/// # Errors
+/// A [`SourceError`] for a syntax error, positioned in `source`.
+pub(crate) fn parse_for_check(source: &str) -> Result<(Module, &str, u32), SourceError> {
+    let (body, line_offset) = unfence(source);
+    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
+    Ok((module, body, line_offset))
+}
+
+impl SourceError {
+    /// The error `lines` lines further down (the lines before the program's body).
+    fn shifted(mut self, lines: u32) -> Self {
+        if let Some(l) = self.line.as_mut() {
+            *l += lines;
+        }
+        self
+    }
+}

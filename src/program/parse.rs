@@ -1,0 +1,250 @@
+//! Parsing with swc: the syntax tree of a program, its syntax errors with positions in the
+//! model's text, and the thread whose stack is sized for deep nesting.
+
+use swc_common::{BytePos, Span, Spanned};
+use swc_ecma_ast::{Decl, Module, ModuleItem, Stmt};
+use swc_ecma_parser::error::SyntaxError;
+use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
+use swc_ecma_visit::{VisitMut, VisitMutWith};
+
+use super::SourceError;
+use super::fences::without_hashbang;
+use super::positions::line_col;
+
+/// Programs up to this many bytes are parsed on the caller's stack (at most
+/// [`STACK_PER_BYTE`] × 512 = 2 MiB of it, which every thread has).
+const INLINE_PARSE_BYTES: usize = 512;
+
+/// Stack the parser, the type stripper and the syntax tree's drop may need per byte of
+/// program text: each nesting level takes at least one byte and, for the deepest
+/// constructs measured (`[[[…`, `- - -…`, `a ? b : a ? …`), under 2 KiB of stack.
+const STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
+    16 << 10
+} else {
+    4 << 10
+};
+
+/// Runs `f` (which parses a program of `len` bytes, works on its syntax tree and drops it)
+/// where its recursion cannot overflow the stack: inline for small programs, else on a
+/// thread whose stack is sized for the worst nesting `len` bytes can hold. Only the pages
+/// the parse touches are ever resident.
+///
+/// # Errors
+/// A `LimitError` when no such thread can be started, an `InternalError` when the parse
+/// panicked.
+pub(crate) fn with_parse_stack<R: Send>(
+    len: usize,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R, SourceError> {
+    if len <= INLINE_PARSE_BYTES {
+        return Ok(f());
+    }
+    let stack = len.saturating_mul(STACK_PER_BYTE).saturating_add(1 << 20);
+    std::thread::scope(|scope| {
+        let parser = std::thread::Builder::new()
+            .name("codemode-parse".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, f)
+            .map_err(|e| SourceError {
+                name: "LimitError",
+                message: format!(
+                    "the program ({len} bytes) is too large to parse: no stack of {} MiB for it ({e})",
+                    stack >> 20
+                ),
+                line: None,
+                column: None,
+            })?;
+        parser.join().map_err(|_| SourceError {
+            name: "InternalError",
+            message: "the parser failed on this program".into(),
+            line: None,
+            column: None,
+        })
+    })
+}
+
+/// A `SyntaxError` at byte `offset` of `text` (1-based line and character column).
+pub(super) fn position_error(text: &str, offset: usize, message: String) -> SourceError {
+    let (line, col) = line_col(text, offset.min(text.len()));
+    SourceError {
+        name: "SyntaxError",
+        message,
+        line: Some(line + 1),
+        column: Some(col + 1),
+    }
+}
+
+/// TypeScript without JSX and without decorators (the engine has none).
+pub(super) fn ts_syntax() -> Syntax {
+    Syntax::Typescript(TsSyntax {
+        tsx: false,
+        // The engine has no decorators: refused here, with their position, in run and check.
+        decorators: false,
+        ..Default::default()
+    })
+}
+
+/// The syntax tree of `body` (spans start at byte 1), a top-level `return` allowed.
+///
+/// # Errors
+/// The first syntax error, positioned in `body`; a decorator is refused where it is.
+pub(super) fn parse(body: &str) -> Result<Module, SourceError> {
+    let body = &*without_hashbang(body);
+    let start = BytePos(1);
+    let input = StringInput::new(body, start, BytePos(1 + body.len() as u32));
+    let mut parser = Parser::new(ts_syntax(), input, None);
+    let offset = |span: Span| (span.lo.0.saturating_sub(start.0)) as usize;
+    let module = parser.parse_module();
+    let errors: Vec<_> = parser
+        .take_errors()
+        .into_iter()
+        .filter(|e| !matches!(e.kind(), SyntaxError::ReturnNotAllowed))
+        .collect();
+    let error = |span: Span, message: String| {
+        let at = offset(span);
+        let message = if body.get(at..).is_some_and(|rest| rest.starts_with('@')) {
+            "decorators (`@…`) are not supported: the engine has none".to_owned()
+        } else {
+            message
+        };
+        position_error(body, at, message)
+    };
+    let first = match (module, errors.into_iter().next()) {
+        (Ok(m), None) => return Ok(m),
+        (Err(e), _) | (Ok(_), Some(e)) => e,
+    };
+    let line_break_after_await = has_await_before_a_line_break(body);
+    if line_break_after_await && let Some(m) = parse_in_async_function(body) {
+        return Ok(m);
+    }
+    let mut message = first.kind().msg().into_owned();
+    if line_break_after_await && matches!(first.kind(), SyntaxError::InvalidIdentInAsync) {
+        message.push_str(
+            " (an `await` followed by a line break at the top level of a program with `export` or `import` is read as a name: put what it awaits on the same line)",
+        );
+    }
+    Err(error(first.span(), message))
+}
+
+/// Whether `body` has an `await` followed, on its line, only by blanks or a comment: the
+/// case swc misreads at a module's top level (see [`parse_in_async_function`]).
+fn has_await_before_a_line_break(body: &str) -> bool {
+    let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    body.match_indices("await").any(|(at, word)| {
+        let before = body[..at].chars().next_back();
+        let rest = body[at + word.len()..].trim_start_matches([' ', '\t']);
+        !before.is_some_and(is_name)
+            && (rest.starts_with(['\n', '\r', '\u{2028}', '\u{2029}'])
+                || rest.starts_with("//")
+                || rest.starts_with("/*"))
+    })
+}
+
+/// The body parsed as the inside of an async function, its statements taken as a module's
+/// (spans as in `body`). swc refuses `await` followed by a line break at the top level of
+/// a module (`const r = await\n  tools.x()`, also inside brackets and calls), which
+/// JavaScript allows and which it accepts inside an async function; a body that fails to
+/// parse and has such an `await` gets this second parse (one with `import` or `export`
+/// does not parse here). `None` when it does not parse either.
+fn parse_in_async_function(body: &str) -> Option<Module> {
+    const OPEN: &str = "async function __codemode_body() {";
+    let text = format!("{OPEN}{body}\n}}");
+    let input = StringInput::new(&text, BytePos(1), BytePos(1 + text.len() as u32));
+    let mut parser = Parser::new(ts_syntax(), input, None);
+    let mut module = parser.parse_module().ok()?;
+    if !parser.take_errors().is_empty() {
+        return None;
+    }
+    let Some(ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f)))) = module.body.pop() else {
+        return None;
+    };
+    if !module.body.is_empty() {
+        return None;
+    }
+    let stmts = f.function.body?.stmts;
+    let mut module = Module {
+        span: module.span,
+        body: stmts.into_iter().map(ModuleItem::Stmt).collect(),
+        shebang: None,
+    };
+    module.visit_mut_with(&mut ShiftSpans(OPEN.len() as u32));
+    Some(module)
+}
+
+/// Moves every span `by` bytes back.
+struct ShiftSpans(u32);
+
+impl VisitMut for ShiftSpans {
+    fn visit_mut_span(&mut self, span: &mut Span) {
+        if !span.is_dummy() {
+            span.lo = BytePos(span.lo.0.saturating_sub(self.0).max(1));
+            span.hi = BytePos(span.hi.0.saturating_sub(self.0).max(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::program::prepare;
+
+    #[test]
+    fn await_followed_by_a_line_break_parses_at_the_top_level() {
+        // swc refuses it in a module; the body is parsed again inside an async function.
+        let p = prepare("const a = 1;\nconst r = await\n  f(a);\nr").unwrap();
+        assert!(p.code.contains("return r"), "{}", p.code);
+        assert_eq!(p.awaits.len(), 1);
+        assert_eq!((p.awaits[0].line, p.awaits[0].column), (2, 11));
+        assert_eq!(p.awaits[0].text, "f(a)");
+        // Errors keep their positions in the model's source.
+        let e = prepare("const r = await\n  f();\nconst x = ;").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(11)));
+        // Inside brackets, calls and templates too (swc then fails with another error).
+        for body in [
+            "const s = (await\n  f()).x;\ns",
+            "const a = [await\n  f()];\na",
+            "g(await // why not\n  f());",
+            "const t = `${await\n  f()}`;\nt",
+        ] {
+            let p = prepare(body).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+            assert_eq!(p.awaits.len(), 1, "{body}");
+        }
+        // With `export`, a clear way out.
+        let e = prepare("const r = await\n  f();\nexport default r").unwrap_err();
+        assert!(
+            e.message.contains("put what it awaits on the same line"),
+            "{e:?}"
+        );
+        // `await` as a name stays an error.
+        let e = prepare("const await = 1;").unwrap_err();
+        assert_eq!(e.name, "SyntaxError");
+        assert_eq!((e.line, e.column), (Some(1), Some(7)));
+    }
+
+    #[test]
+    fn a_hashbang_line_is_a_comment() {
+        let p = prepare("#!/usr/bin/env codemode\nreturn 1").unwrap();
+        assert!(p.code.contains("///usr/bin/env codemode\n"), "{}", p.code);
+        let e = prepare("#!/usr/bin/env codemode\nreturn )").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(8)));
+    }
+
+    #[test]
+    fn decorators_are_refused_where_they_are() {
+        let e = prepare("const a = 1;\n@dec class C {}\nreturn 1").unwrap_err();
+        assert_eq!(
+            (e.name, e.message.as_str(), e.line, e.column),
+            (
+                "SyntaxError",
+                "decorators (`@…`) are not supported: the engine has none",
+                Some(2),
+                Some(1)
+            )
+        );
+    }
+
+    #[test]
+    fn syntax_error_has_the_models_position() {
+        let e = prepare("const a = 1;\nconst b = ;\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(11)));
+    }
+}

@@ -1,0 +1,141 @@
+//! Positions: where lines end, character columns, and the map from the code the engine
+//! runs back to the model's own source.
+//!
+//! Lines end where ECMAScript's do (`\n`, `\r`, `\r\n`, U+2028, U+2029); columns are
+//! counted in characters (Unicode scalar values), while the engine reports UTF-8 bytes.
+
+use super::Program;
+use super::wrapper::prefix_chars;
+
+/// Where the edits of [`prepare`](super::prepare) moved the model's text.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PositionMap {
+    /// Lines of prose and fence before the program in the model's text.
+    pub(super) line_offset: u32,
+    /// Insertions into the body: (0-based line, 0-based char column where inserted,
+    /// inserted chars).
+    pub(super) insertions: Vec<(u32, u32, u32)>,
+}
+
+impl Program {
+    /// Maps a 1-based (line, column) in [`Program::code`] to the model's source; `None`
+    /// for a position in the wrapper around the program (QuickJS reports the start of the
+    /// program's function for some errors in declarations: no position beats a wrong one).
+    pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
+        // The engine counts columns in UTF-8 bytes; positions here are in characters.
+        let column = self.char_column(line, column);
+        if line == 1 && column <= prefix_chars() {
+            return None;
+        }
+        Some(self.map.original(line, column))
+    }
+
+    /// The 1-based character column of 1-based UTF-8 byte column `column` on 1-based
+    /// `line` of [`Program::code`].
+    fn char_column(&self, line: u32, column: u32) -> u32 {
+        let Some(text) = self.code.split('\n').nth(line.saturating_sub(1) as usize) else {
+            return column;
+        };
+        let mut byte = (column.saturating_sub(1) as usize).min(text.len());
+        while !text.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        text[..byte].chars().count() as u32 + 1
+    }
+}
+
+impl PositionMap {
+    /// Maps a 1-based (line, character column) in the wrapped code to the model's source:
+    /// the wrapper's prefix on line 1 and the recorded insertions are taken out, the lines
+    /// before the program added.
+    pub(super) fn original(&self, line: u32, column: u32) -> (u32, u32) {
+        let l0 = line.saturating_sub(1);
+        let mut c0 = column.saturating_sub(1);
+        if l0 == 0 {
+            c0 = c0.saturating_sub(prefix_chars());
+        }
+        let mut shift = 0;
+        for &(il, ic, len) in &self.insertions {
+            if il == l0 && ic <= c0.saturating_sub(shift) {
+                shift += len;
+            }
+        }
+        c0 = c0.saturating_sub(shift);
+        (l0 + 1 + self.line_offset, c0 + 1)
+    }
+}
+
+/// 0-based line and char column of byte `offset` in `text`.
+pub(super) fn line_col(text: &str, offset: usize) -> (u32, u32) {
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Where each line starts, for many line/column look-ups in one text.
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+    /// Whether each line is ASCII (then a column is a byte difference, so a look-up costs
+    /// no scan of the line: one long line with many look-ups stays linear).
+    ascii: Vec<bool>,
+}
+
+impl LineIndex {
+    /// Lines end where ECMAScript's do: at `\n`, `\r` (once for `\r\n`), U+2028 and U+2029,
+    /// as the engine and the TypeScript compiler count them.
+    pub(crate) fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        let bytes = text.as_bytes();
+        starts.extend(
+            text.match_indices(['\n', '\r', '\u{2028}', '\u{2029}'])
+                .filter(|&(i, m)| !(m == "\r" && bytes.get(i + 1) == Some(&b'\n')))
+                .map(|(i, m)| i + m.len()),
+        );
+        let ascii = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                let end = starts.get(i + 1).copied().unwrap_or(text.len());
+                text.as_bytes()[start..end].is_ascii()
+            })
+            .collect();
+        LineIndex { starts, ascii }
+    }
+
+    /// 0-based line and char column of byte `offset`.
+    pub(crate) fn line_col(&self, text: &str, offset: usize) -> (u32, u32) {
+        let offset = offset.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let col = if self.ascii[line] {
+            offset - start
+        } else {
+            text.get(start..offset).map_or(0, |t| t.chars().count())
+        };
+        (line as u32, col as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::prepare;
+    use crate::program::wrapper::wrapper;
+
+    #[test]
+    fn every_ecmascript_line_terminator_ends_a_line() {
+        for text in ["a\nb", "a\r\nb", "a\rb", "a\u{2028}b", "a\u{2029}b"] {
+            let at = text.len() - 1;
+            assert_eq!(LineIndex::new(text).line_col(text, at), (1, 0), "{text:?}");
+        }
+        let e = prepare("const a = 1;\r  const b = ;").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(13)));
+    }
+
+    #[test]
+    fn insertion_shifts_only_later_columns() {
+        let p = prepare("x.y").unwrap();
+        // `return ` was inserted before x on line 1 after the prefix.
+        let col_in_code = wrapper().prefix.len() as u32 + "return ".len() as u32 + 1;
+        assert_eq!(p.original_position(1, col_in_code), Some((1, 1)));
+        assert_eq!(p.original_position(1, 1), None);
+    }
+}

@@ -1,0 +1,40 @@
+//! The function a program's body becomes, and the mark that records its awaits.
+//!
+//! The body runs as `(async function program() {` … `})`, opening on the body's first line
+//! so that lines stay the model's; the code evaluates to `[program, () => lastAwait]`.
+
+/// The wrapper around the program body and its await mark (see [`wrapper`]).
+pub(super) struct Wrapper {
+    /// Put before the program body, on its first line: the program's function sits in a
+    /// closure with the await mark, and the code evaluates to `[program, () => lastAwait]`.
+    pub(super) prefix: String,
+    /// Put after the program body.
+    pub(super) suffix: String,
+    /// The variable that records the await about to happen: `await x` becomes
+    /// `await (MARK = n, x)`, an assignment to a closure variable (a call per await cost a
+    /// measurable share of a sequential tool call).
+    pub(super) mark: String,
+}
+
+/// The wrapper of this process. The mark's name ends in 16 random hex digits, so that no
+/// program declares, shadows or reads it by accident (a program's own `__codemode_at`
+/// would otherwise have been overwritten at every await).
+pub(super) fn wrapper() -> &'static Wrapper {
+    static WRAPPER: std::sync::OnceLock<Wrapper> = std::sync::OnceLock::new();
+    WRAPPER.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(0x636f_6465_6d6f_6465);
+        let mark = format!("__codemode_at_{:016x}", hasher.finish());
+        Wrapper {
+            prefix: format!("(function(){{let {mark}=0;return[async function program() {{"),
+            suffix: format!("\n}},()=>{mark}]}})()"),
+            mark,
+        }
+    })
+}
+
+/// The prefix's length in characters (the columns it shifts on line 1).
+pub(super) fn prefix_chars() -> u32 {
+    wrapper().prefix.chars().count() as u32
+}

@@ -1,0 +1,286 @@
+//! The canonical value of a run as a typed struct: built by `run_code`, serialised as the
+//! JSON it returns, and read back by the text renderer.
+//!
+//! ```json
+//! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
+//!  "error"?: {"name", "message", "line"?, "column"?},
+//!  "calls": [{"tool", "status", "ms", "count"?}],
+//!  "spill"?: {"path", "bytes", "read_file_path"?} | {"error"}}
+//! ```
+//!
+//! The fields are declared in the JSON's key order; absent members are `None` and skipped.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::sandbox::{CallStatus, LogEntry, LogLevel, ProgramError};
+
+/// How a program ended: `"ok"` (it returned; `result` may be absent for `undefined`) or
+/// `"error"` (`error` says why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RunStatus {
+    /// The program returned.
+    Ok,
+    /// The program failed, or could not run.
+    Error,
+}
+
+/// The canonical value of a run (see [`run_code_output_schema`](super::run_code_output_schema)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunCodeOutput {
+    /// How the program ended.
+    pub(crate) status: RunStatus,
+    /// The program's result: absent for `undefined` (a `null` result is `Some(Null)`).
+    #[serde(
+        default,
+        deserialize_with = "some_value",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) result: Option<Value>,
+    /// The console lines shown, in order.
+    #[serde(default, deserialize_with = "log_entries")]
+    pub(crate) logs: Vec<LogEntry>,
+    /// Why the program failed, when `status` is `error`.
+    #[serde(
+        default,
+        deserialize_with = "program_error",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) error: Option<ProgramError>,
+    /// The tool calls the program made.
+    #[serde(default)]
+    pub(crate) calls: Vec<CallEntry>,
+    /// Where the full output is, when the output was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) spill: Option<SpillInfo>,
+}
+
+/// One entry of `calls`: a call, or (with `count`) a fold of calls of one tool and status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CallEntry {
+    /// The tool's name.
+    pub(crate) tool: String,
+    /// How the call (or every folded call) ended.
+    #[serde(deserialize_with = "call_status")]
+    pub(crate) status: CallStatus,
+    /// Milliseconds from its start to its end; for a fold, the total.
+    pub(crate) ms: u64,
+    /// For a fold: how many calls it stands for (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) count: Option<u64>,
+}
+
+/// Where the full output of a cut run went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum SpillInfo {
+    /// The file that holds it.
+    Saved {
+        /// Its absolute path.
+        path: String,
+        /// Its size in bytes.
+        bytes: u64,
+        /// Its path for the built-in `read_file` tool, when it can read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_file_path: Option<String>,
+    },
+    /// Why it could not be written.
+    Failed {
+        /// The reason, for the model.
+        error: String,
+    },
+}
+
+impl RunCodeOutput {
+    /// The value of a run that ended with `outcome`, with nothing to spill.
+    pub(crate) fn new(
+        outcome: Result<Option<Value>, ProgramError>,
+        logs: Vec<LogEntry>,
+        calls: Vec<CallEntry>,
+    ) -> Self {
+        let mut out = RunCodeOutput {
+            status: RunStatus::Ok,
+            result: None,
+            logs,
+            error: None,
+            calls,
+            spill: None,
+        };
+        out.set_outcome(outcome);
+        out
+    }
+
+    /// Sets `status`, `result` and `error` from how the program ended.
+    pub(crate) fn set_outcome(&mut self, outcome: Result<Option<Value>, ProgramError>) {
+        (self.status, self.result, self.error) = match outcome {
+            Ok(value) => (RunStatus::Ok, value, None),
+            Err(e) => (RunStatus::Error, None, Some(e)),
+        };
+    }
+
+    /// The JSON value `run_code` returns, keys in the order above.
+    pub(crate) fn into_value(mut self) -> Value {
+        // The result can be large: it is moved into the JSON, not copied by the serialiser
+        // (which sees a `null` in its place).
+        let result = self.result.as_mut().map(std::mem::take);
+        // Every key is a string and every number an integer: serialising cannot fail.
+        let mut value = serde_json::to_value(&self)
+            .unwrap_or_else(|e| unreachable!("a run_code value serialises: {e}"));
+        if let (Some(result), Some(slot)) = (result, value.get_mut("result")) {
+            *slot = result;
+        }
+        value
+    }
+
+    /// The model-facing text: the console lines (`[level] ` before those that are not
+    /// `log`), then `result: ` and the result as compact JSON (`undefined` when absent) or
+    /// `error: ` and the error; when the output was cut, a last line naming the spill file
+    /// and how to read it.
+    pub(crate) fn render_text(&self) -> String {
+        let mut out = String::new();
+        for entry in &self.logs {
+            if entry.level != LogLevel::Log {
+                out.push('[');
+                out.push_str(entry.level.as_str());
+                out.push_str("] ");
+            }
+            out.push_str(&entry.text);
+            out.push('\n');
+        }
+        // Writing into a `String` cannot fail.
+        let _ = match (self.status, &self.result, &self.error) {
+            (RunStatus::Error, _, Some(e)) => write!(out, "error: {e}"),
+            (RunStatus::Error, _, None) => write!(out, "error: {}", ProgramError::new("Error", "")),
+            (RunStatus::Ok, Some(v), _) => write!(out, "result: {v}"),
+            (RunStatus::Ok, None, _) => write!(out, "result: undefined"),
+        };
+        if let Some(spill) = &self.spill {
+            out.push('\n');
+            out.push_str(&spill.notice());
+        }
+        out
+    }
+}
+
+impl SpillInfo {
+    /// The line that ends a cut preview: where the full output is and how to read it.
+    pub(crate) fn notice(&self) -> String {
+        match self {
+            SpillInfo::Saved {
+                path,
+                bytes,
+                read_file_path: Some(rel),
+            } => format!(
+                "[output cut to fit; all of it ({bytes} bytes) is in {path}: read it with read_file {{\"path\": {}, \"offset\": 1, \"limit\": 200}}.]",
+                Value::String(rel.clone())
+            ),
+            SpillInfo::Saved {
+                path,
+                bytes,
+                read_file_path: None,
+            } => format!("[output cut to fit; all of it ({bytes} bytes) is in {path}.]"),
+            SpillInfo::Failed { error } => {
+                format!("[output cut to fit; the full output could not be saved: {error}.]")
+            }
+        }
+    }
+}
+
+/// A present `result`, `null` included (plain `Option` would read `null` as absent).
+fn some_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// `logs`: a missing `level` is `log`, an unknown one too.
+fn log_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LogEntry>, D::Error> {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(default)]
+        level: String,
+        #[serde(default)]
+        text: String,
+    }
+    let lines = Vec::<Line>::deserialize(d)?;
+    Ok(lines
+        .into_iter()
+        .map(|l| LogEntry {
+            level: LogLevel::parse(&l.level),
+            text: l.text,
+        })
+        .collect())
+}
+
+/// `error`: a missing `name` is `Error`, a missing `message` empty.
+fn program_error<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ProgramError>, D::Error> {
+    #[derive(Deserialize)]
+    struct Error {
+        #[serde(default = "error_name")]
+        name: String,
+        #[serde(default)]
+        message: String,
+        #[serde(default)]
+        line: Option<u32>,
+        #[serde(default)]
+        column: Option<u32>,
+    }
+    fn error_name() -> String {
+        "Error".to_owned()
+    }
+    Ok(Option::<Error>::deserialize(d)?.map(|e| {
+        let mut error = ProgramError::new(&e.name, e.message);
+        error.line = e.line;
+        error.column = e.column;
+        error
+    }))
+}
+
+/// A call's `status`: `ok`, `error` or `cancelled`.
+fn call_status<'de, D: Deserializer<'de>>(d: D) -> Result<CallStatus, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Status {
+        Ok,
+        Error,
+        Cancelled,
+    }
+    Ok(match Status::deserialize(d)? {
+        Status::Ok => CallStatus::Ok,
+        Status::Error => CallStatus::Error,
+        Status::Cancelled => CallStatus::Cancelled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_value_round_trips_with_its_keys_in_order() {
+        let value = json!({
+            "status": "error",
+            "logs": [{"level": "warn", "text": "w"}, {"level": "log", "text": "l"}],
+            "error": {"name": "TypeError", "message": "x is not a function", "line": 3, "column": 5},
+            "calls": [{"tool": "a", "status": "ok", "ms": 1},
+                      {"tool": "a", "status": "cancelled", "ms": 7, "count": 2}],
+            "spill": {"path": "/tmp/out.txt", "bytes": 10, "read_file_path": "out.txt"},
+        });
+        let out = RunCodeOutput::deserialize(&value).unwrap();
+        assert_eq!(
+            serde_json::to_string(&out.clone().into_value()).unwrap(),
+            serde_json::to_string(&value).unwrap()
+        );
+        let ok = json!({"status": "ok", "result": null, "logs": [], "calls": [],
+                        "spill": {"error": "no spill folder is configured"}});
+        let out = RunCodeOutput::deserialize(&ok).unwrap();
+        assert_eq!(out.result, Some(Value::Null));
+        assert_eq!(
+            serde_json::to_string(&out.into_value()).unwrap(),
+            serde_json::to_string(&ok).unwrap()
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! Engine-side measurements for the criterion benches (`benches/schema.rs`): not part of
+//! the public API. Re-exported, without any engine type in a signature, by
+//! `codemode::bench_support`.
+
+use std::time::{Duration, Instant};
+
+use rquickjs::{Context, Function, Object, Runtime, Value};
+
+use super::convert::{Primordials, ToJson, json_to_js};
+use crate::value::PathSeg;
+
+/// How a value crosses from JS to Rust and back.
+#[derive(Clone, Copy, Debug)]
+pub enum Crossing {
+    /// The sandbox's direct conversion, one recursive pass each way.
+    Direct,
+    /// `JSON.stringify` + `serde_json::from_str`, then `serde_json::to_string` + `JSON.parse`.
+    JsonText,
+    /// Only the JS → Rust half of `Direct`.
+    DirectToRust,
+    /// Only the Rust → JS half of `Direct`.
+    DirectToJs,
+    /// Only the JS → Rust half of `JsonText`.
+    JsonTextToRust,
+    /// Only the Rust → JS half of `JsonText`.
+    JsonTextToJs,
+}
+
+/// Builds a value in a fresh engine with `setup` (a JS expression), then times
+/// `iterations` JS → Rust → JS round trips of it. Returns the time and the JSON size of the
+/// value in bytes.
+///
+/// # Panics
+/// When the engine cannot start or `setup` fails: benches only.
+pub fn time_round_trips(setup: &str, crossing: Crossing, iterations: u64) -> (Duration, usize) {
+    let rt = Runtime::new().expect("runtime");
+    rt.set_max_stack_size(8 << 20);
+    let ctx = Context::full(&rt).expect("context");
+    ctx.with(|ctx| {
+        let prims_obj: Object = ctx
+            .eval(
+                "({ObjectPrototype: Object.prototype, ArrayPrototype: Array.prototype, BigInt, Map, Set, WeakMap, WeakSet, ArrayBuffer, Promise, RegExp, WeakRef, ArrayBufferIsView: ArrayBuffer.isView})",
+            )
+            .expect("primordials");
+        let prims = Primordials::capture(&prims_obj).expect("primordials");
+        let value: Value = ctx.eval(setup).expect("setup");
+        let stringify: Function = ctx.eval("JSON.stringify").expect("stringify");
+        let mut size = 0;
+        let mut conv = ToJson::new(&ctx, &prims, usize::MAX, "bench");
+        let Ok(Some(prepared)) = conv.convert_root(value.clone(), &PathSeg::Root("v")) else {
+            panic!("conversion failed");
+        };
+        let started = Instant::now();
+        for _ in 0..iterations {
+            let back = match crossing {
+                Crossing::Direct => {
+                    let mut conv = ToJson::new(&ctx, &prims, usize::MAX, "bench");
+                    let Ok(Some(json)) = conv.convert_root(value.clone(), &PathSeg::Root("v")) else {
+                        panic!("conversion failed");
+                    };
+                    if size == 0 {
+                        size = crate::value::json_size(&json);
+                    }
+                    json_to_js(&ctx, &prims, &json).expect("to js")
+                }
+                Crossing::JsonText => {
+                    let text: String = stringify.call((value.clone(),)).expect("stringify");
+                    let json: serde_json::Value = serde_json::from_str(&text).expect("parse");
+                    size = text.len();
+                    let text = serde_json::to_string(&json).expect("serialize");
+                    ctx.json_parse(text).expect("JSON.parse")
+                }
+                Crossing::DirectToRust => {
+                    let mut conv = ToJson::new(&ctx, &prims, usize::MAX, "bench");
+                    let json = conv.convert_root(value.clone(), &PathSeg::Root("v"));
+                    std::hint::black_box(json.is_ok());
+                    Value::new_undefined(ctx.clone())
+                }
+                Crossing::DirectToJs => json_to_js(&ctx, &prims, &prepared).expect("to js"),
+                Crossing::JsonTextToRust => {
+                    let text: String = stringify.call((value.clone(),)).expect("stringify");
+                    let json: serde_json::Value = serde_json::from_str(&text).expect("parse");
+                    std::hint::black_box(json);
+                    Value::new_undefined(ctx.clone())
+                }
+                Crossing::JsonTextToJs => {
+                    let text = serde_json::to_string(&prepared).expect("serialize");
+                    ctx.json_parse(text).expect("JSON.parse")
+                }
+            };
+            std::hint::black_box(back);
+        }
+        (started.elapsed(), size)
+    })
+}
