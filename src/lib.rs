@@ -65,7 +65,9 @@ pub use dispatch::{
 pub use run_code::{
     RUN_CODE, RunCodeConfig, SpillConfig, render_text, run_code_output_schema, run_code_tool,
 };
-pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError};
+pub use sandbox::{
+    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
+};
 pub use value::{MAX_DEPTH, is_identifier, json_type_name};
 
 /// The tools a program in `registry` sees, as the code generator takes them: name, alias

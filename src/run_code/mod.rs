@@ -28,8 +28,8 @@ use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
 use crate::sandbox::{
-    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, LogSink, ProgramError, RunReport,
-    RunRequest,
+    self, CallRecord, CallStatus, Limits, LogEntry, LogLevel, LogSink, ProgramError,
+    ProgramErrorKind, RunReport, RunRequest,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
@@ -527,12 +527,10 @@ pub fn render_text(value: &Value) -> String {
     }
     if value.get("status").and_then(Value::as_str) == Some("error") {
         let e = value.get("error").cloned().unwrap_or(Value::Null);
+        let name = e.get("name").and_then(Value::as_str).unwrap_or("Error");
         let error = ProgramError {
-            name: e
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("Error")
-                .to_owned(),
+            kind: ProgramErrorKind::from_name(name),
+            name: name.to_owned(),
             message: e
                 .get("message")
                 .and_then(Value::as_str)
