@@ -7,7 +7,9 @@
 //   setTimer(id, milliseconds), clearTimer(id)
 //   toolNames: [[name, alias], ...]
 //   maxArrayLength: the longest array the memory limit can hold
-// They are captured here; nothing reaches the program's global scope from this file.
+// The Rust side builds it as `Host` in src/sandbox/host.rs (keep the two in step). They are
+// captured here; nothing reaches the program's global scope from this file. What the host
+// reads back from `internals` is listed by `Internals` in the same Rust file.
 "use strict";
 
 const P = internals.primordials;

@@ -1,4 +1,4 @@
-// The `tools` object and `ToolCallError` (DESIGN §5 "tools").
+// The `tools` object and `ToolCallError` (see "Programs" in the README).
 //
 // `tools.<name>(args)` returns a promise that settles with the tool's canonical JSON value
 // after the whole dispatch pipeline, or rejects with a `ToolCallError` whose only fields are

@@ -18,16 +18,17 @@ install("clearTimeout", internals.clearTimeout);
 install("setInterval", internals.setInterval);
 install("clearInterval", internals.clearInterval);
 
-// The host's promise rejection tracker reports here; rejections still unhandled when the
-// program ends are logged.
+// The host's promise rejection tracker reports here (the host keeps this function; no
+// global names it, so the program can neither see nor replace it); rejections still
+// unhandled when the program ends are logged.
 const unhandled = new P.Map();
-install("__codemode_rejection", function __codemode_rejection(promise, reason, handled) {
+internals.trackRejection = function trackRejection(promise, reason, handled) {
   if (handled) {
     P.MapPrototypeDelete(unhandled, promise);
   } else {
     P.MapPrototypeSet(unhandled, promise, reason);
   }
-});
+};
 internals.reportUnhandled = function reportUnhandled(main) {
   P.MapPrototypeDelete(unhandled, main);
   P.MapPrototypeForEach(unhandled, (reason) => {

@@ -80,7 +80,9 @@ pub use check::{Diagnostic, DiagnosticKind, TypescriptProgram, check_program, ty
 pub use run_code::{
     RUN_CODE, RunCodeConfig, SpillConfig, render_text, run_code_output_schema, run_code_tool,
 };
-pub use sandbox::{CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError};
+pub use sandbox::{
+    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
+};
 
 pub mod hooks {
     //! The policy stages of the pipeline, as closures or trait objects, and the ready-made

@@ -23,9 +23,7 @@ mod tool;
 mod validate;
 
 pub use agent::{Agent, AgentDisposed, Injection};
-pub use around::{
-    Around, Deadline, Metrics, MetricsSnapshot, Next, Retry, ToolMetrics, around_fn,
-};
+pub use around::{Around, Deadline, Metrics, MetricsSnapshot, Next, Retry, ToolMetrics, around_fn};
 pub use call::{Arguments, CallId, CallToken, Exec};
 pub use card::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 pub use guard::Guard;

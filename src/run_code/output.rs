@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::sandbox::{CallStatus, LogEntry, LogLevel, ProgramError};
+use crate::sandbox::{CallStatus, LogEntry, LogLevel, ProgramError, ProgramErrorKind};
 
 /// How a program ended: `"ok"` (it returned; `result` may be absent for `undefined`) or
 /// `"error"` (`error` says why).
@@ -153,7 +153,9 @@ impl RunCodeOutput {
         // Writing into a `String` cannot fail.
         let _ = match (self.status, &self.result, &self.error) {
             (RunStatus::Error, _, Some(e)) => write!(out, "error: {e}"),
-            (RunStatus::Error, _, None) => write!(out, "error: {}", ProgramError::new("Error", "")),
+            (RunStatus::Error, _, None) => {
+                write!(out, "error: {}", ProgramError::thrown("Error", ""))
+            }
             (RunStatus::Ok, Some(v), _) => write!(out, "result: {v}"),
             (RunStatus::Ok, None, _) => write!(out, "result: undefined"),
         };
@@ -230,10 +232,14 @@ fn program_error<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ProgramError>
         "Error".to_owned()
     }
     Ok(Option::<Error>::deserialize(d)?.map(|e| {
-        let mut error = ProgramError::new(&e.name, e.message);
-        error.line = e.line;
-        error.column = e.column;
-        error
+        // The kind is not in the JSON: it is the one whose fixed name this is.
+        ProgramError {
+            kind: ProgramErrorKind::from_name(&e.name),
+            name: e.name,
+            message: e.message,
+            line: e.line,
+            column: e.column,
+        }
     }))
 }
 

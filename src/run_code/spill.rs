@@ -409,7 +409,7 @@ mod tests {
         fs::write(dir.path().join("notes.txt"), "not a spill").unwrap();
         let config = SpillConfig::new(dir.path()).retention(2, 1 << 20);
         let spill = SharedSpill::new(config);
-        let err = ProgramError::new("Error", "boom");
+        let err = ProgramError::thrown("Error", "boom");
         let spilled = spill.with(|w| w.finish(Err(&err))).unwrap();
         assert_eq!(
             fs::read_to_string(&spilled.path).unwrap(),

@@ -4,7 +4,7 @@
 //! Why not `JS_SetMemoryLimit`: JavaScript can catch QuickJS's out-of-memory error and carry
 //! on, so the host could not tell afterwards that the limit was hit. Counting here, the
 //! refusal raises a flag the interrupt handler and the driver read, which makes running out
-//! of memory fatal for the run even when the program catches it (DESIGN §5 "Sandbox").
+//! of memory fatal for the run even when the program catches it (see "Limits" in the README).
 //!
 //! Blocks come from the C allocator, as QuickJS's own allocator takes them, and are counted
 //! by their usable size (`malloc_usable_size`, `malloc_size` on macOS): no header, so the

@@ -1,5 +1,5 @@
-//! Values across the boundary (DESIGN §2), in one recursive pass each way, without a
-//! `JSON.stringify` round trip.
+//! Values across the boundary, in one recursive pass each way, without a `JSON.stringify`
+//! round trip (the rules are in the README's "Values across the boundary").
 //!
 //! JS → JSON ([`ToJson`]):
 //! - keys keep their order; `__proto__` and `constructor` are ordinary keys;

@@ -1,4 +1,4 @@
-//! The limits of one `run_code` run (DESIGN §5 "Sandbox").
+//! The limits of one `run_code` run (see "Limits" in the README).
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! Console capture, bounded while the program runs (DESIGN §5 "Console", "Output cap and
-//! spill").
+//! Console capture, bounded while the program runs (the README's "Output cap and spill"
+//! says what the model sees of it).
 //!
 //! Memory stays bounded however much a program logs: the capture keeps the first lines
 //! (the head) and the last lines (the tail, a ring) up to a byte budget each, and counts

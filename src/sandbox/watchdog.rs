@@ -1,5 +1,5 @@
 //! The watchdog: one thread that flags runs whose deadline has passed, whatever they are
-//! doing (DESIGN §5 "Limits": the third of the timeout's three guards).
+//! doing (the third of the timeout's three guards; see [`Limits`](super::Limits)).
 //!
 //! The engine's interrupt handler only runs while JavaScript executes, and the host-side
 //! bound only while the run waits. The watchdog flips the run's stop flag from outside at

@@ -421,6 +421,35 @@ async fn nothing_survives_between_runs() {
 }
 
 #[tokio::test]
+async fn the_rejection_tracker_is_out_of_the_program_s_reach() {
+    let h = Harness::new(fast_limits());
+    // No name the host uses to talk to the prelude is a global.
+    assert_eq!(
+        h.ok("[typeof __codemode_rejection, typeof trackRejection, typeof host, typeof internals, Object.getOwnPropertyNames(globalThis).filter(n => n.startsWith('__codemode'))]")
+            .await,
+        json!(["undefined", "undefined", "undefined", "undefined", []])
+    );
+    // Defining those names, or replacing `Promise` and `Map`, leaves the reporting of
+    // unhandled rejections as it was.
+    let v = h
+        .run(
+            "globalThis.__codemode_rejection = () => {};
+             globalThis.trackRejection = () => {};
+             Promise.reject('lost');
+             globalThis.Promise = function () {};
+             globalThis.Map = function () {};
+             return 1",
+        )
+        .await;
+    assert_eq!(v["result"], 1, "{v:#}");
+    assert_eq!(
+        v["logs"],
+        json!([{"level": "error", "text": "Unhandled promise rejection: 'lost'"}]),
+        "{v:#}"
+    );
+}
+
+#[tokio::test]
 async fn timers_work_and_are_bounded_by_the_deadline() {
     let h = Harness::new(fast_limits());
     let r = h

@@ -1,0 +1,300 @@
+//! The tool functions: `tools.<name>(args)` as the program calls it, and the settling of
+//! the promise it returned once the call is over.
+//!
+//! One call, on the path every nested call takes:
+//!
+//! ```text
+//!   tool_function ── host_call: arguments → JSON, open the call (start or queue),
+//!        │                      poll it once with the loop's waker
+//!        ├── ready at once ──> a settled promise (Promise.resolve / failed(…))
+//!        └── pending ──> new promise; its resolving functions wait in Bridge::pending
+//!                          until the loop delivers the outcome (Bridge::settle)
+//! ```
+//!
+//! No lock is held while JavaScript runs or a tool is polled.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
+
+use super::calls::{CallId, Opened, status_of};
+use super::convert::{ConvertError, Primordials, ToJson, json_to_js};
+use super::flags::RunFlags;
+use super::host::Internals;
+use super::shared::{Shared, lock};
+use crate::dispatch::Outcome;
+use crate::value::{FxBuild, PathSeg, json_size};
+
+/// What the tool functions need from the prelude: set once the prelude has run, and
+/// emptied when the program ends, since the engine must not be freed while Rust holds its
+/// values.
+pub(super) struct Bridge<'js> {
+    pub(super) prims: Primordials<'js>,
+    /// `Promise` and `Promise.resolve` as they were before the program ran.
+    promise: Object<'js>,
+    resolve: Function<'js>,
+    /// `failed` and `toolError` of the prelude (see [`Internals`]).
+    failed: Function<'js>,
+    tool_error: Function<'js>,
+    /// The program's `() => lastAwait` (see the await mark in `source.rs`), once
+    /// evaluated.
+    pub(super) last_await: RefCell<Option<Function<'js>>>,
+    /// The promises of calls in flight or queued, by call id.
+    pending: RefCell<HashMap<CallId, Waiting<'js>, FxBuild>>,
+}
+
+/// The resolving functions of the promise a call in flight returned.
+struct Waiting<'js> {
+    resolve: Function<'js>,
+    reject: Function<'js>,
+    name: Arc<str>,
+}
+
+impl<'js> Bridge<'js> {
+    /// The bridge over what the prelude handed back.
+    pub(super) fn new(
+        prims: Primordials<'js>,
+        internals: &Internals<'js>,
+    ) -> rquickjs::Result<Self> {
+        let promise: Object<'js> = internals.primordials.get("Promise")?;
+        Ok(Bridge {
+            prims,
+            resolve: promise.get("resolve")?,
+            promise,
+            failed: internals.failed.clone(),
+            tool_error: internals.tool_error.clone(),
+            last_await: RefCell::default(),
+            pending: RefCell::default(),
+        })
+    }
+
+    /// The number of the await the program last reached (0: none yet).
+    pub(super) fn site(&self) -> usize {
+        self.last_await
+            .borrow()
+            .as_ref()
+            .and_then(|f| f.call(()).ok())
+            .unwrap_or(0)
+    }
+
+    /// Settles the promise call `id` returned with `converted` (see [`settle_value`]): its
+    /// value, or `Err(message)` for a `ToolCallError`. A call nobody waits for any more is
+    /// ignored.
+    ///
+    /// # Errors
+    /// The engine error `converted` holds, or what resolving threw (a `then` getter on the
+    /// value runs JavaScript).
+    pub(super) fn settle(
+        &self,
+        id: CallId,
+        converted: rquickjs::Result<Result<Value<'js>, String>>,
+    ) -> rquickjs::Result<()> {
+        // Out of the map before any JavaScript runs (resolving can run a `then` getter,
+        // which can start calls).
+        let waiting = self.pending.borrow_mut().remove(&id);
+        let Some(waiting) = waiting else {
+            return Ok(());
+        };
+        match converted? {
+            Ok(value) => waiting.resolve.call::<_, ()>((value,)),
+            Err(message) => self
+                .tool_error
+                .call::<_, Value<'js>>((&*waiting.name, message, self.site()))
+                .and_then(|error| waiting.reject.call::<_, ()>((error,))),
+        }
+    }
+}
+
+/// The bridge of one run, shared by its tool functions and its loop (empty before the
+/// prelude has run and after the program ended).
+pub(super) type BridgeSlot<'js> = Rc<RefCell<Option<Bridge<'js>>>>;
+
+/// Empties the bridge when the run's driver is done (also on a panic).
+pub(super) struct ReleaseBridge<'js>(pub(super) BridgeSlot<'js>);
+
+impl Drop for ReleaseBridge<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut bridge) = self.0.try_borrow_mut() {
+            bridge.take();
+        }
+    }
+}
+
+fn limit_message(max_calls: usize) -> String {
+    format!("this run reached its limit of {max_calls} tool calls; no more calls can start")
+}
+
+/// The limits a call starts under, and the calls made before it.
+struct Room {
+    max_calls: usize,
+    max_bytes: usize,
+    made: usize,
+}
+
+/// How a call started from a tool function went.
+enum Started<'js> {
+    /// It finished at once: its result.
+    Done(Value<'js>),
+    /// It is in flight (or queued) under this id.
+    Pending(CallId),
+    /// It failed before or while starting.
+    Failed(String),
+}
+
+/// `tools.<name>(args)`: a promise of the call's result, rejected with a `ToolCallError`
+/// when the call fails (also when its arguments cannot be read).
+pub(super) fn tool_function<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    flags: &RunFlags,
+    bridge: &BridgeSlot<'js>,
+    tool: usize,
+    args: Option<Value<'js>>,
+) -> rquickjs::Result<Value<'js>> {
+    let slot = bridge.borrow();
+    let Some(b) = slot.as_ref() else {
+        return Err(Exception::throw_message(ctx, "the run has ended"));
+    };
+    let (name, room) = {
+        let st = lock(state);
+        let Some(name) = st.calls.tool_name(tool).cloned() else {
+            drop(st);
+            return Err(Exception::throw_message(ctx, "no such tool"));
+        };
+        let room = Room {
+            max_calls: st.limits.max_tool_calls,
+            max_bytes: st.limits.max_tool_input_bytes,
+            made: st.calls.made(),
+        };
+        (name, room)
+    };
+    let args = args.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+    match host_call(ctx, state, flags, tool, &name, room, args, &b.prims) {
+        Ok(Started::Done(value)) => b
+            .resolve
+            .call((rquickjs::function::This(b.promise.clone()), value)),
+        Ok(Started::Pending(id)) => {
+            let (promise, resolve, reject) = Promise::new(ctx)?;
+            b.pending.borrow_mut().insert(
+                id,
+                Waiting {
+                    resolve,
+                    reject,
+                    name,
+                },
+            );
+            Ok(promise.into_value())
+        }
+        Ok(Started::Failed(message)) => b.failed.call((&*name, message, b.site())),
+        Err(rquickjs::Error::Exception) => {
+            let thrown = ctx.catch();
+            if thrown.is_uncatchable_error() {
+                // An interrupt or out-of-memory ends the run: not the call's error.
+                return Err(ctx.throw(thrown));
+            }
+            b.failed.call((&*name, thrown, b.site()))
+        }
+        Err(e) => b.failed.call((&*name, e.to_string(), b.site())),
+    }
+}
+
+/// Converts the arguments, starts the call and polls it once.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call's parts, read under one lock by the caller"
+)]
+fn host_call<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    flags: &RunFlags,
+    tool: usize,
+    name: &Arc<str>,
+    room: Room,
+    args: Value<'js>,
+    prims: &Primordials<'js>,
+) -> rquickjs::Result<Started<'js>> {
+    let Room {
+        max_calls,
+        max_bytes,
+        made,
+    } = room;
+    if made >= max_calls {
+        return Ok(Started::Failed(limit_message(max_calls)));
+    }
+    // Convert with the lock released: getters and toJSON run JavaScript.
+    let mut conv = ToJson::new(ctx, prims, max_bytes, "tool input").watching(flags);
+    let json = match conv.convert_root(args, &PathSeg::Root("args")) {
+        Ok(Some(v)) => v,
+        Ok(None) => serde_json::Value::Object(Default::default()),
+        Err(ConvertError::Invalid(message)) => {
+            // A call like any other in `calls` and against `max_tool_calls`, as one whose
+            // arguments break the tool's schema is.
+            lock(state).calls.refuse(tool);
+            return Ok(Started::Failed(format!(
+                "invalid arguments for {name}: {message}"
+            )));
+        }
+        Err(ConvertError::Engine(e)) => return Err(e),
+        Err(ConvertError::Stopped) => {
+            return Ok(Started::Failed("the run is stopping".to_owned()));
+        }
+    };
+    drop(conv);
+    let (id, mut call, waker, max_output) = {
+        let mut st = lock(state);
+        // Again: a getter or `toJSON` may have started calls while the arguments converted.
+        if st.calls.made() >= max_calls {
+            return Ok(Started::Failed(limit_message(max_calls)));
+        }
+        match st.calls.open(tool, name, json) {
+            Opened::Queued(id) => return Ok(Started::Pending(id)),
+            Opened::Started(id, call) => {
+                (id, call, st.waker.clone(), st.limits.max_tool_output_bytes)
+            }
+        }
+    };
+    // Poll once now: a tool that is ready at once answers without a trip through the loop.
+    if let Some(waker) = waker
+        && let Poll::Ready((_, outcome)) = call.as_mut().poll(&mut TaskContext::from_waker(&waker))
+    {
+        {
+            let mut st = lock(state);
+            st.calls.landed();
+            st.calls
+                .finish(id, status_of(&outcome), Some(outcome.elapsed()));
+        }
+        return Ok(match settle_value(ctx, prims, &outcome, max_output)? {
+            Ok(value) => Started::Done(value),
+            Err(message) => Started::Failed(message),
+        });
+    }
+    lock(state).calls.pending(id, call);
+    Ok(Started::Pending(id))
+}
+
+/// The JS value a finished call settles with: `Ok(value)`, or `Err(message)` for a
+/// `ToolCallError` (also when the result is over `max_output` JSON bytes).
+pub(super) fn settle_value<'js>(
+    ctx: &Ctx<'js>,
+    prims: &Primordials<'js>,
+    outcome: &Outcome,
+    max_output: usize,
+) -> rquickjs::Result<Result<Value<'js>, String>> {
+    match outcome.result() {
+        Ok(value) => {
+            let size = json_size(value);
+            if size > max_output {
+                return Ok(Err(format!(
+                    "the result of {} is {size} bytes, over the limit of {max_output} bytes for one tool result",
+                    outcome.tool()
+                )));
+            }
+            json_to_js(ctx, prims, value).map(Ok)
+        }
+        Err(error) => Ok(Err(error.message().to_owned())),
+    }
+}

@@ -1,0 +1,109 @@
+//! One run's engine: a QuickJS runtime and context under the run's limits, and their
+//! teardown.
+//!
+//! Set up here, once per run: the counting allocator (the memory limit), the stack limit,
+//! the garbage collector's threshold, the interrupt handler (the timeout, and any other
+//! reason in [`RunFlags`], for code that runs; it does *not* fire while the program waits
+//! on a tool: the event loop bounds those waits) and the promise rejection tracker.
+
+use std::sync::Arc;
+
+use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Value};
+
+use super::alloc::LimitedAllocator;
+use super::flags::RunFlags;
+use super::limits::MIN_MEMORY;
+use super::report::ProgramError;
+use super::{Limits, reaper};
+
+/// Heap growth, in bytes, between two runs of the cycle collector.
+///
+/// QuickJS frees most garbage by reference counting; the cycle collector runs when the
+/// heap grows by this much. The default (256 KiB) makes it walk the whole new context
+/// during start-up; 2 MiB lets start-up finish first.
+const GC_THRESHOLD: usize = 2 << 20;
+
+/// A runtime and its one context.
+pub(super) struct Engine {
+    runtime: AsyncRuntime,
+    context: AsyncContext,
+}
+
+impl Engine {
+    /// A fresh engine for one run under `limits` (memory at least [`MIN_MEMORY`]), stopped
+    /// whenever `flags` says so.
+    ///
+    /// # Errors
+    /// An `InternalError` when the engine cannot start.
+    pub(super) async fn start(
+        limits: &Limits,
+        flags: &Arc<RunFlags>,
+    ) -> Result<Self, ProgramError> {
+        let failed =
+            |e: rquickjs::Error| ProgramError::internal(format!("the engine could not start: {e}"));
+        let runtime = AsyncRuntime::new_with_alloc(LimitedAllocator::new(
+            limits.memory.max(MIN_MEMORY),
+            flags.clone(),
+        ))
+        .map_err(failed)?;
+        runtime.set_max_stack_size(limits.stack).await;
+        runtime.set_gc_threshold(GC_THRESHOLD).await;
+        let handler_flags = flags.clone();
+        runtime
+            .set_interrupt_handler(Some(Box::new(move || handler_flags.should_interrupt())))
+            .await;
+        runtime
+            .set_host_promise_rejection_tracker(Some(Box::new(report_rejection)))
+            .await;
+        let context = AsyncContext::full(&runtime).await.map_err(failed)?;
+        Ok(Engine { runtime, context })
+    }
+
+    /// The engine's context.
+    pub(super) fn context(&self) -> &AsyncContext {
+        &self.context
+    }
+
+    /// Frees the engine (context first) off the caller's task (see the reaper).
+    pub(super) fn reap(self) {
+        reaper::reap(self.context, self.runtime);
+    }
+}
+
+/// The engine's promise rejection tracker: hands every rejection, and every later handling
+/// of one, to the function [`track_rejections`] gave (none before it, none after
+/// [`RejectionTracking`] ends).
+///
+/// The function lives in the runtime's user data, which is the host's alone: no global
+/// name the program could read or replace is involved.
+fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, handled: bool) {
+    let track = match ctx.userdata::<Function<'js>>() {
+        Some(track) => track.clone(),
+        None => return,
+    };
+    let _ = track.call::<_, ()>((promise, reason, handled));
+}
+
+/// Sends the engine's promise rejections to `track(promise, reason, handled)` until the
+/// returned guard is dropped.
+///
+/// # Errors
+/// When the runtime's user data is in use (it never is while this runs).
+pub(super) fn track_rejections<'js>(
+    ctx: &Ctx<'js>,
+    track: Function<'js>,
+) -> rquickjs::Result<RejectionTracking<'js>> {
+    ctx.store_userdata(track)
+        .map_err(|_| rquickjs::Error::UserData(rquickjs::runtime::UserDataError(())))?;
+    Ok(RejectionTracking(ctx.clone()))
+}
+
+/// Stops the tracking [`track_rejections`] started when dropped (also on a panic), so the
+/// engine holds none of the run's values once the run's driver is done.
+pub(super) struct RejectionTracking<'js>(Ctx<'js>);
+
+impl Drop for RejectionTracking<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.remove_userdata::<Function<'_>>();
+    }
+}

@@ -1,0 +1,211 @@
+//! The two objects the prelude and the host hand each other, named in one place each:
+//! [`Host`], the native functions the prelude receives as `host` (it mirrors
+//! `js-prelude/10_host.js`), and [`Internals`], the prelude's own functions the host reads
+//! back from the `internals` object once the prelude has run.
+//!
+//! Neither object is reachable from the program: the prelude captures `host` in its
+//! closures, and `internals` is returned to the host only.
+
+use std::sync::Arc;
+
+use rquickjs::function::Opt;
+use rquickjs::{Ctx, Function, Object, Value};
+
+use super::bridge::{BridgeSlot, tool_function};
+use super::flags::RunFlags;
+use super::logs::LogLevel;
+use super::shared::{Shared, lock};
+use super::{Limits, prelude};
+use crate::dispatch::registry::unknown_tool_message;
+
+/// The `host` object of one run, field for field as `js-prelude/10_host.js` describes it.
+pub(super) struct Host<'js> {
+    /// `toolFunctions`: one native function per tool, in the order of `tool_names`:
+    /// `(args)` → a promise of the call's result.
+    tool_functions: Vec<Function<'js>>,
+    /// `unknownTool(name)` → the message naming the available tools.
+    unknown_tool: Function<'js>,
+    /// `log(level, text)`: one console line.
+    log: Function<'js>,
+    /// `loadInspect(primordials)` → `{ formatArgs, inspect }` (31_inspect.js).
+    load_inspect: Function<'js>,
+    /// `setTimer(id, milliseconds)`.
+    set_timer: Function<'js>,
+    /// `clearTimer(id)`.
+    clear_timer: Function<'js>,
+    /// `toolNames`: `[[name, alias], …]`.
+    tool_names: Vec<Vec<String>>,
+    /// `maxArrayLength`: the longest array the memory limit can hold (the memory limit / 8,
+    /// at least 65 536); 35_guards.js refuses longer lengths.
+    max_array_length: f64,
+}
+
+impl<'js> Host<'js> {
+    /// The host functions of one run over `state`; `tools` are (name, alias) pairs.
+    pub(super) fn new(
+        ctx: &Ctx<'js>,
+        state: &Shared,
+        flags: &Arc<RunFlags>,
+        bridge: &BridgeSlot<'js>,
+        tools: &[(String, String)],
+        limits: &Limits,
+    ) -> rquickjs::Result<Self> {
+        let tool_functions = tools
+            .iter()
+            .enumerate()
+            .map(|(index, (_, alias))| {
+                let (state, flags, bridge) = (state.clone(), flags.clone(), bridge.clone());
+                Function::new(
+                    ctx.clone(),
+                    move |ctx: Ctx<'js>, args: Opt<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+                        tool_function(&ctx, &state, &flags, &bridge, index, args.0)
+                    },
+                )?
+                .with_name(alias)?
+                .with_length(1)
+            })
+            .collect::<rquickjs::Result<Vec<_>>>()?;
+
+        let unknown_state = state.clone();
+        let unknown_tool = Function::new(ctx.clone(), move |name: String| -> String {
+            let st = lock(&unknown_state);
+            let names: Vec<String> = st
+                .calls
+                .tool_names()
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
+            unknown_tool_message(&name, &names)
+        })?;
+
+        let load_inspect =
+            Function::new(ctx.clone(), |ctx: Ctx<'js>, primordials: Object<'js>| {
+                prelude::load_inspect(&ctx, primordials)
+            })?;
+
+        let (log_state, log_flags) = (state.clone(), flags.clone());
+        let log = Function::new(
+            ctx.clone(),
+            move |level: String, text: rquickjs::String<'js>| {
+                // A run that is stopping keeps no more lines, and each call returns at once:
+                // the engine checks for an interrupt only every few thousand operations, and
+                // a flood of long lines would otherwise push that check well past the
+                // deadline.
+                if log_flags.should_interrupt() {
+                    return;
+                }
+                let text = text.to_string().unwrap_or_else(|_| {
+                    "[console text with a lone surrogate could not be shown]".into()
+                });
+                let mut st = lock(&log_state);
+                st.logs.push(LogLevel::parse(&level), text);
+                if st.logs.over_limit {
+                    // The interrupt handler ends the run at its next check.
+                    log_flags.console_limit();
+                }
+            },
+        )?;
+
+        let timer_state = state.clone();
+        let set_timer = Function::new(ctx.clone(), move |id: f64, ms: f64| {
+            lock(&timer_state).timers.set(id as u64, ms);
+        })?;
+        let clear_state = state.clone();
+        let clear_timer = Function::new(ctx.clone(), move |id: f64| {
+            lock(&clear_state).timers.clear(id as u64);
+        })?;
+
+        Ok(Host {
+            tool_functions,
+            unknown_tool,
+            log,
+            load_inspect,
+            set_timer,
+            clear_timer,
+            tool_names: tools
+                .iter()
+                .map(|(n, a)| vec![n.clone(), a.clone()])
+                .collect(),
+            max_array_length: (limits.memory / 8).max(1 << 16) as f64,
+        })
+    }
+
+    /// The `host` object the prelude receives.
+    pub(super) fn into_object(self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+        let host = Object::new(ctx.clone())?;
+        host.set("toolFunctions", self.tool_functions)?;
+        host.set("unknownTool", self.unknown_tool)?;
+        host.set("loadInspect", self.load_inspect)?;
+        host.set("log", self.log)?;
+        host.set("setTimer", self.set_timer)?;
+        host.set("clearTimer", self.clear_timer)?;
+        host.set("toolNames", self.tool_names)?;
+        host.set("maxArrayLength", self.max_array_length)?;
+        Ok(host)
+    }
+}
+
+/// What the host reads back from the prelude's `internals` object (each field names the
+/// prelude file that sets it).
+pub(super) struct Internals<'js> {
+    /// `primordials` (00_primordials.js): the built-ins as they were before the program
+    /// ran, frozen.
+    pub(super) primordials: Object<'js>,
+    /// `failed(name, error, site)` (20_tools.js): the rejected promise of a call that failed
+    /// before or while starting.
+    pub(super) failed: Function<'js>,
+    /// `toolError(name, message, site)` (20_tools.js): the `ToolCallError` a call in flight
+    /// rejects with.
+    pub(super) tool_error: Function<'js>,
+    /// `siteOf(error)` (20_tools.js): the await a host-made `ToolCallError` surfaced at
+    /// (0: unknown).
+    pub(super) site_of: Function<'js>,
+    /// `inspect(value)` (30_console.js): a value shown as `console.log` shows it.
+    pub(super) inspect: Function<'js>,
+    /// `fireTimer(id)` (40_timers.js): runs timer `id`'s callback.
+    pub(super) fire_timer: Function<'js>,
+    /// `trackRejection(promise, reason, handled)` (90_lockdown.js): what the engine's
+    /// promise rejection tracker reports to.
+    pub(super) track_rejection: Function<'js>,
+    /// `reportUnhandled(main)` (90_lockdown.js): logs the rejections still unhandled,
+    /// except the program's own promise `main`.
+    pub(super) report_unhandled: Function<'js>,
+    /// `runDefault(main)` (90_lockdown.js): runs the program function, then, for
+    /// `export default <fn>`, the exported function.
+    pub(super) run_default: Function<'js>,
+}
+
+impl<'js> Internals<'js> {
+    /// Reads every field from the `internals` object the prelude filled in.
+    pub(super) fn read(internals: &Object<'js>) -> rquickjs::Result<Self> {
+        Ok(Internals {
+            primordials: internals.get("primordials")?,
+            failed: internals.get("failed")?,
+            tool_error: internals.get("toolError")?,
+            site_of: internals.get("siteOf")?,
+            inspect: internals.get("inspect")?,
+            fire_timer: internals.get("fireTimer")?,
+            track_rejection: internals.get("trackRejection")?,
+            report_unhandled: internals.get("reportUnhandled")?,
+            run_default: internals.get("runDefault")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dispatch::registry::unknown_tool_message;
+
+    #[test]
+    fn unknown_tools_get_a_suggestion() {
+        let tools = vec!["read_file".to_owned(), "grep".to_owned()];
+        assert_eq!(
+            unknown_tool_message("readFile", &tools),
+            "unknown tool \"readFile\"; did you mean \"read_file\"? Available tools: read_file, grep"
+        );
+        assert_eq!(
+            unknown_tool_message("zzz", &tools),
+            "unknown tool \"zzz\"; available tools: read_file, grep"
+        );
+    }
+}
