@@ -14,8 +14,8 @@ pub fn cap_output(
     cap: usize,
     spill_dir: Option<&std::path::Path>,
 ) -> serde_json::Value {
-    let config = crate::RunCodeConfig::default()
+    let config = crate::run_code::RunCodeConfig::default()
         .output_cap(cap)
-        .spill(spill_dir.map(crate::SpillConfig::new));
+        .spill(spill_dir.map(crate::run_code::SpillConfig::new));
     crate::run_code::present_lines(lines, result, &config)
 }

@@ -57,12 +57,12 @@
 #[doc(hidden)]
 pub mod bench_support;
 mod builtin;
-mod check;
+pub mod check;
 pub mod declarations;
 mod dispatch;
 pub mod manifest;
 mod program;
-mod run_code;
+pub mod run_code;
 mod sandbox;
 pub mod schema;
 mod value;
@@ -76,13 +76,6 @@ pub use dispatch::{
 };
 pub use value::MAX_DEPTH;
 
-pub use check::{Diagnostic, DiagnosticKind, TypescriptProgram, check_program, typescript_program};
-pub use run_code::{
-    RUN_CODE, RunCodeConfig, SpillConfig, render_text, run_code_output_schema, run_code_tool,
-};
-pub use sandbox::{
-    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
-};
 
 pub mod hooks {
     //! The policy stages of the pipeline, as closures or trait objects, and the ready-made
@@ -117,9 +110,9 @@ pub mod cards {
 pub mod prelude {
     //! The names most hosts need: `use codemode::prelude::*;`.
     pub use crate::hooks::{Decision, around_fn};
+    pub use crate::run_code::{Limits, RunCodeConfig, run_code_tool};
     pub use crate::schema::{Node, ParameterSchema, ValueSchema};
     pub use crate::{
-        Arguments, Content, ErrorKind, Exec, FileTools, Limits, Outcome, Registry, RunCodeConfig,
-        Tool, ToolError, run_code_tool,
+        Arguments, Content, ErrorKind, Exec, FileTools, Outcome, Registry, Tool, ToolError,
     };
 }

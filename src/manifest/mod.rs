@@ -139,7 +139,7 @@ impl Manifest {
         for (i, entry) in entries.iter().enumerate() {
             let at = format!("tools[{i}]");
             let tool = parse_tool(entry, &at, dir).map_err(|(path, message)| err(path, message))?;
-            if tool.name == crate::RUN_CODE {
+            if tool.name == crate::run_code::RUN_CODE {
                 return Err(err(
                     format!("{at}.name"),
                     format!(

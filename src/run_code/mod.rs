@@ -29,12 +29,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use self::output::{CallEntry, RunCodeOutput, SpillInfo};
+pub use self::output::{CallEntry, RunCodeOutput, RunStatus, SpillInfo};
+pub use crate::sandbox::{
+    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
+};
 use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
 use crate::sandbox::{
-    self, CallRecord, Limits, LogLevel, LogSink, ProgramError, RunReport, RunRequest,
+    self, LogSink, RunReport, RunRequest,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 

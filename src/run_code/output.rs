@@ -21,7 +21,8 @@ use crate::sandbox::{CallStatus, LogEntry, LogLevel, ProgramError, ProgramErrorK
 /// `"error"` (`error` says why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum RunStatus {
+#[non_exhaustive]
+pub enum RunStatus {
     /// The program returned.
     Ok,
     /// The program failed, or could not run.
@@ -30,53 +31,56 @@ pub(crate) enum RunStatus {
 
 /// The canonical value of a run (see [`run_code_output_schema`](super::run_code_output_schema)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunCodeOutput {
+#[non_exhaustive]
+pub struct RunCodeOutput {
     /// How the program ended.
-    pub(crate) status: RunStatus,
+    pub status: RunStatus,
     /// The program's result: absent for `undefined` (a `null` result is `Some(Null)`).
     #[serde(
         default,
         deserialize_with = "some_value",
         skip_serializing_if = "Option::is_none"
     )]
-    pub(crate) result: Option<Value>,
+    pub result: Option<Value>,
     /// The console lines shown, in order.
     #[serde(default, deserialize_with = "log_entries")]
-    pub(crate) logs: Vec<LogEntry>,
+    pub logs: Vec<LogEntry>,
     /// Why the program failed, when `status` is `error`.
     #[serde(
         default,
         deserialize_with = "program_error",
         skip_serializing_if = "Option::is_none"
     )]
-    pub(crate) error: Option<ProgramError>,
+    pub error: Option<ProgramError>,
     /// The tool calls the program made.
     #[serde(default)]
-    pub(crate) calls: Vec<CallEntry>,
+    pub calls: Vec<CallEntry>,
     /// Where the full output is, when the output was cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) spill: Option<SpillInfo>,
+    pub spill: Option<SpillInfo>,
 }
 
 /// One entry of `calls`: a call, or (with `count`) a fold of calls of one tool and status.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct CallEntry {
+#[non_exhaustive]
+pub struct CallEntry {
     /// The tool's name.
-    pub(crate) tool: String,
+    pub tool: String,
     /// How the call (or every folded call) ended.
     #[serde(deserialize_with = "call_status")]
-    pub(crate) status: CallStatus,
+    pub status: CallStatus,
     /// Milliseconds from its start to its end; for a fold, the total.
-    pub(crate) ms: u64,
+    pub ms: u64,
     /// For a fold: how many calls it stands for (at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) count: Option<u64>,
+    pub count: Option<u64>,
 }
 
 /// Where the full output of a cut run went.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub(crate) enum SpillInfo {
+#[non_exhaustive]
+pub enum SpillInfo {
     /// The file that holds it.
     Saved {
         /// Its absolute path.

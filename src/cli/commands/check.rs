@@ -6,7 +6,7 @@ use std::process::{Command, ExitCode};
 
 use clap::Args;
 use codemode::declarations::{Layout, SANDBOX_GLOBALS, declarations};
-use codemode::{check_program, typescript_program};
+use codemode::check::{check_program, typescript_program};
 
 use crate::cli::SetupError;
 use crate::cli::commands::run::read_program;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use codemode::{Limits, RunCodeConfig, SpillConfig, render_text, run_code_tool};
+use codemode::run_code::{Limits, RunCodeConfig, SpillConfig, render_text, run_code_tool};
 use serde_json::{Value, json};
 
 use crate::cli::SetupError;
@@ -57,13 +57,13 @@ pub(crate) fn read_program(program: &str) -> Result<String, SetupError> {
     }
 }
 
-/// Parses a memory limit: a size of at least [`codemode::MIN_MEMORY`] bytes.
+/// Parses a memory limit: a size of at least [`codemode::run_code::MIN_MEMORY`] bytes.
 fn parse_memory(text: &str) -> Result<usize, String> {
     let bytes = parse_size(text)?;
-    if bytes < codemode::MIN_MEMORY {
+    if bytes < codemode::run_code::MIN_MEMORY {
         return Err(format!(
             "{text:?} is too small: the engine needs at least 1MiB ({} bytes)",
-            codemode::MIN_MEMORY
+            codemode::run_code::MIN_MEMORY
         ));
     }
     Ok(bytes)
@@ -136,7 +136,7 @@ impl RunCommand {
             .map_err(|e| SetupError(e.to_string()))?;
         let outcome = tools
             .registry
-            .call(codemode::RUN_CODE, json!({ "code": code }))
+            .call(codemode::run_code::RUN_CODE, json!({ "code": code }))
             .await;
         let value = match outcome.into_result() {
             Ok(v) => v,
