@@ -8,7 +8,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use codemode::{Layout, ToolDecl, tool_alias};
+use codemode::declarations::{Layout, ToolDecl};
+use codemode::tool_alias;
 use codemode_codegen::declarations_with;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
@@ -49,7 +50,7 @@ fn thousand_tools() -> Vec<ToolDecl> {
 fn fixture(path: &str) -> Vec<ToolDecl> {
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap();
-    codemode::mcp_tool_decls(&v)
+    codemode::declarations::mcp_tool_decls(&v)
 }
 
 /// The output of Cloudflare's generator for a fixture, or why it could not run.

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use codemode::{Decision, Exec, Next, Outcome, PostOutcome, Registry, Tool};
+use codemode::hooks::{Decision, Next, PostOutcome};
+use codemode::{Exec, Outcome, Registry, Tool};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 

@@ -13,7 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode::{Limits, Registry, RunCodeConfig, Tool, run_code_tool};
+use codemode::run_code::{Limits, RunCodeConfig, run_code_tool};
+use codemode::{Registry, Tool};
 use criterion::{Criterion, criterion_group, criterion_main};
 use rquickjs::function::Async;
 use rquickjs::{AsyncContext, AsyncRuntime, Function, Promise};
