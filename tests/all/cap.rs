@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use codemode::{Limits, RunCodeConfig, SpillConfig, Tool, render_text};
+use codemode::{Limits, RunCodeConfig, SpillConfig, render_text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::{Harness, fast_limits};
+use crate::support::{Harness, fast_limits, test_tool};
 
 /// The last line of a preview when spilling is off (a fixed text, so previews have exact
 /// expected values).
@@ -26,15 +26,10 @@ fn capped(cap: usize, spill: bool) -> (Harness, Arc<Mutex<Value>>) {
     };
     let cell = Arc::new(Mutex::new(Value::Null));
     let give = cell.clone();
-    h.add(
-        Tool::builder("give")
-            .execute(move |_args, _e| {
-                let v = give.lock().unwrap().clone();
-                async move { Ok(v) }
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("give").execute(move |_args, _e| {
+        let v = give.lock().unwrap().clone();
+        async move { Ok(v) }
+    }));
     (h, cell)
 }
 

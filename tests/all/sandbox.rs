@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use codemode::{Exec, Limits, Tool, ToolError};
 use serde_json::{Value, json};
 
-use crate::support::{Harness, echo_tool, fast_limits};
+use crate::support::{Harness, echo_tool, fast_limits, test_tool};
 
 fn sleeper(
     name: &str,
@@ -16,43 +16,30 @@ fn sleeper(
     now: Arc<AtomicUsize>,
     cancelled: Arc<AtomicUsize>,
 ) -> Tool {
-    Tool::builder(name)
-        .execute(move |args, exec: Exec| {
-            let (peak, now, cancelled) = (peak.clone(), now.clone(), cancelled.clone());
-            async move {
-                let running = now.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(running, Ordering::SeqCst);
-                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
-                let r = tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!(ms)),
-                    _ = exec.signal().cancelled() => {
-                        cancelled.fetch_add(1, Ordering::SeqCst);
-                        Err(ToolError::cancelled())
-                    }
-                };
-                now.fetch_sub(1, Ordering::SeqCst);
-                r
-            }
-        })
-        .build()
-        .unwrap()
+    test_tool(name).execute(move |args, exec: Exec| {
+        let (peak, now, cancelled) = (peak.clone(), now.clone(), cancelled.clone());
+        async move {
+            let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(running, Ordering::SeqCst);
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
+            let r = tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!(ms)),
+                _ = exec.signal().cancelled() => {
+                    cancelled.fetch_add(1, Ordering::SeqCst);
+                    Err(ToolError::cancelled())
+                }
+            };
+            now.fetch_sub(1, Ordering::SeqCst);
+            r
+        }
+    })
 }
 
 #[tokio::test]
 async fn names_that_are_not_identifiers_dispatch_by_name_and_by_alias() {
     let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("my-tool")
-            .execute(|_a, _e| async { Ok(json!("mine")) })
-            .build()
-            .unwrap(),
-    );
-    h.add(
-        Tool::builder("github.search")
-            .execute(|_a, _e| async { Ok(json!("found")) })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("my-tool").returns(json!("mine")));
+    h.add(test_tool("github.search").returns(json!("found")));
     let r = h
         .ok("[await tools['my-tool']({}), await tools.my_tool({}), await tools['github.search'](), await tools.github_search(), Object.keys(tools)]")
         .await;
@@ -111,15 +98,10 @@ async fn tool_functions_are_native_and_reentrant() {
         .await;
     assert_eq!(r, json!([[{"inner": 1}, 5, {"x": 2}], true]));
     // An unhandled rejection of a call in flight is logged without internal frames.
-    h.add(
-        Tool::builder("fails_later")
-            .execute(|_a, _e| async {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                Err(ToolError::new("it broke"))
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("fails_later").execute(|_a, _e| async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Err(ToolError::new("it broke"))
+    }));
     let v = h
         .run("tools.fails_later(); await new Promise(r => setTimeout(r, 30)); return 1")
         .await;
