@@ -625,8 +625,11 @@ async fn nested_calls_obey_policy() {
     );
     let cancelled = Arc::new(AtomicUsize::new(0));
     let c = cancelled.clone();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = started.clone();
     h.add(test_tool("slow").execute(move |_a, exec: Exec| {
         let c = c.clone();
+        s.fetch_add(1, Ordering::SeqCst);
         async move {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(30)) => Ok(json!("late")),
@@ -702,7 +705,13 @@ async fn nested_calls_obey_policy() {
         json!({"code": "await Promise.all([tools.slow({}), tools.slow({})])"}),
         signal.clone(),
     )));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancelled once both nested calls have started (not after a fixed wait: a run takes
+    // longer to start in a debug build on a loaded machine).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while started.load(Ordering::SeqCst) < 3 {
+        assert!(Instant::now() < deadline, "the nested calls never started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     signal.cancel();
     let outcome = run.await.unwrap();
     let v = outcome.value().unwrap();

@@ -226,16 +226,11 @@ async fn calls_run_concurrently_bounded_by_max_in_flight() {
     let cancelled = Arc::new(AtomicUsize::new(0));
     let mut h = Harness::new(fast_limits());
     h.add(sleeper("nap", peak.clone(), now.clone(), cancelled.clone()));
-    let started = Instant::now();
     let r = h
         .ok("const all = await Promise.all(Array.from({length: 50}, () => tools.nap({ms: 100}))); all.length")
         .await;
     assert_eq!(r, json!(50));
-    assert!(
-        started.elapsed() < Duration::from_millis(600),
-        "{:?}",
-        started.elapsed()
-    );
+    // All at once, counted rather than timed (a loaded machine may take longer).
     assert_eq!(peak.load(Ordering::SeqCst), 50, "all 50 ran at once");
 
     let peak = Arc::new(AtomicUsize::new(0));
@@ -315,23 +310,32 @@ async fn the_limits_on_source_input_and_output_bytes_hold() {
     );
 }
 
-#[tokio::test]
-async fn the_watchdog_stops_work_neither_other_guard_can_see() {
-    // Converting a big result runs in the host, outside JavaScript (no interrupt handler)
-    // and without waiting (no host-side bound): only the watchdog's flag stops it.
-    let h = Harness::new(
-        Limits::default()
-            .timeout(Duration::from_millis(150))
-            .memory(256 << 20),
-    );
-    let started = Instant::now();
-    let e = h.err("const a = new Array(3e6); for (let i = 0; i < 3e6; i += 100000) a.fill(1.5, i, i + 100000); return a").await;
-    assert_eq!(e["name"], "TimeoutError");
-    assert!(
-        started.elapsed() < Duration::from_millis(150 + 100),
-        "{:?}",
-        started.elapsed()
-    );
+#[test]
+fn the_watchdog_stops_work_neither_other_guard_can_see() {
+    // Timed against the deadline: no CPU-heavy test runs meanwhile.
+    let _heavy = crate::support::heavy();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            // Converting a big result runs in the host, outside JavaScript (no interrupt
+            // handler) and without waiting (no host-side bound): only the watchdog's flag
+            // stops it. The result shares its halves: 2^41 numbers to convert in a few
+            // kilobytes of engine memory, more than any build converts before its deadline
+            // (and nothing big for the engine to free afterwards).
+            let h = Harness::new(Limits::default().timeout(Duration::from_millis(150)));
+            let started = Instant::now();
+            let e = h
+                .err("let a = [1.5, 2.5]; for (let i = 0; i < 40; i++) a = [a, a]; return a")
+                .await;
+            assert_eq!(e["name"], "TimeoutError");
+            assert!(
+                started.elapsed() < Duration::from_millis(150 + 100),
+                "{:?}",
+                started.elapsed()
+            );
+        });
 }
 
 #[tokio::test]
@@ -406,7 +410,7 @@ async fn nothing_survives_between_runs() {
 async fn timers_work_and_are_bounded_by_the_deadline() {
     let h = Harness::new(fast_limits());
     let r = h
-        .ok("const order = []; const t = setTimeout(() => order.push('cancelled'), 10); clearTimeout(t); setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5); await new Promise((r) => setTimeout(r, 40)); let n = 0; const i = setInterval(() => { n++; if (n === 3) clearInterval(i) }, 1); await new Promise((r) => setTimeout(r, 30)); [order, n]")
+        .ok("const order = []; const t = setTimeout(() => order.push('cancelled'), 10); clearTimeout(t); setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5); await new Promise((r) => setTimeout(r, 40)); let n = 0; await new Promise((r) => { const i = setInterval(() => { n++; if (n === 3) { clearInterval(i); r() } }, 1) }); await new Promise((r) => setTimeout(r, 30)); [order, n]")
         .await;
     assert_eq!(r, json!([["a", "b"], 3]));
     let h = Harness::new(Limits::default().timeout(Duration::from_millis(200)));

@@ -46,8 +46,10 @@ impl Harness {
         }
     }
 
+    /// A harness with the file tools over `root` and the default limits (reading big
+    /// files takes a while in a debug build).
     pub fn with_files(root: &Path) -> Harness {
-        let mut h = Harness::new(fast_limits());
+        let mut h = Harness::new(Limits::default());
         h.handles
             .extend(FileTools::new(root).unwrap().register(&h.registry).unwrap());
         h
