@@ -1,4 +1,4 @@
-//! The output cap and spill (DESIGN §5 "Output cap and spill", issue 6), through `run_code`.
+//! The output cap and spill, through `run_code`.
 
 use std::sync::{Arc, Mutex};
 

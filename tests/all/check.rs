@@ -1,4 +1,4 @@
-//! `codemode check` and `check_program` (issue 7): static diagnostics with positions, and
+//! `codemode check` and `check_program`: static diagnostics with positions, and
 //! the real compiler with `--tsc`.
 
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! The whole dispatch pipeline (DESIGN §3): identity, registration, policy stages in order,
+//! The whole dispatch pipeline: identity, registration, policy stages in order,
 //! error containment, nested calls under policy, the agent, presentation cards.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

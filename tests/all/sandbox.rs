@@ -1,5 +1,4 @@
-//! The sandbox to the contract (DESIGN §5): names, concurrency, ending, limits, program
-//! forms, isolation.
+//! The sandbox: names, concurrency, ending, limits, program forms, isolation.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,5 @@
-//! Values across the boundary (DESIGN §2), through real programs and a real tool.
+//! Values across the boundary between programs and tools, through real programs and a real
+//! tool.
 
 use std::sync::{Arc, Mutex};
 
