@@ -1,12 +1,12 @@
-//! The output cap and spill (DESIGN §5 "Output cap and spill", issue 6), through `run_code`.
+//! The output cap and spill, through `run_code`.
 
 use std::sync::{Arc, Mutex};
 
-use codemode::{Limits, RunCodeConfig, SpillConfig, Tool, render_text};
+use codemode::{Limits, RunCodeConfig, SpillConfig, render_text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::{Harness, fast_limits};
+use crate::support::{Harness, test_tool};
 
 /// The last line of a preview when spilling is off (a fixed text, so previews have exact
 /// expected values).
@@ -14,10 +14,11 @@ const NOT_SAVED: &str =
     "[output cut to fit; the full output could not be saved: no spill folder is configured.]";
 
 /// A harness with an output cap of `cap` characters and spilling off, and a tool `give`
-/// that returns whatever the test puts in the returned cell.
+/// that returns whatever the test puts in the returned cell. The default deadline: the
+/// big outputs here take seconds in a debug build on a loaded machine.
 fn capped(cap: usize, spill: bool) -> (Harness, Arc<Mutex<Value>>) {
     let config = RunCodeConfig::default()
-        .limits(fast_limits())
+        .limits(Limits::default())
         .output_cap(cap);
     let mut h = if spill {
         Harness::with_config(config)
@@ -26,15 +27,10 @@ fn capped(cap: usize, spill: bool) -> (Harness, Arc<Mutex<Value>>) {
     };
     let cell = Arc::new(Mutex::new(Value::Null));
     let give = cell.clone();
-    h.add(
-        Tool::builder("give")
-            .execute(move |_args, _e| {
-                let v = give.lock().unwrap().clone();
-                async move { Ok(v) }
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("give").execute(move |_args, _e| {
+        let v = give.lock().unwrap().clone();
+        async move { Ok(v) }
+    }));
     (h, cell)
 }
 
@@ -254,7 +250,7 @@ async fn a_log_flood_streams_to_the_spill_and_keeps_head_and_tail() {
 #[tokio::test]
 async fn past_the_console_limit_the_run_ends_with_a_clear_error() {
     let config = RunCodeConfig::default()
-        .limits(fast_limits().max_console_bytes(1 << 20))
+        .limits(Limits::default().max_console_bytes(1 << 20))
         .output_cap(5_000);
     let h = Harness::with_config(config);
     let e = h

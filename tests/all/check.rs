@@ -1,13 +1,13 @@
-//! `codemode check` and `check_program` (issue 7): static diagnostics with positions, and
+//! `codemode check` and `check_program`: static diagnostics with positions, and
 //! the real compiler with `--tsc`.
 
 use std::process::Command;
 
 use codemode::schema::{Node, ParameterSchema};
-use codemode::{DiagnosticKind, FileTools, Registry, Tool, check_program};
+use codemode::{DiagnosticKind, FileTools, Registry, check_program};
 use serde_json::json;
 
-use crate::support::node_modules;
+use crate::support::{node_modules, test_tool};
 
 /// The file tools, and `order` with a closed nested object and an enum.
 fn registry() -> (Registry, Vec<codemode::ToolHandle>, tempfile::TempDir) {
@@ -17,7 +17,7 @@ fn registry() -> (Registry, Vec<codemode::ToolHandle>, tempfile::TempDir) {
         .unwrap()
         .register(&registry)
         .unwrap();
-    let order = Tool::builder("place-order")
+    let order = test_tool("place-order")
         .parameters(ParameterSchema::new([
             (
                 "item",
@@ -30,9 +30,7 @@ fn registry() -> (Registry, Vec<codemode::ToolHandle>, tempfile::TempDir) {
             ),
             ("speed", Node::string().string_enum(["normal", "express"])),
         ]))
-        .execute(|_a, _e| async { Ok(json!("ok")) })
-        .build()
-        .unwrap();
+        .returns(json!("ok"));
     handles.push(registry.register(order).unwrap());
     (registry, handles, dir)
 }

@@ -1,4 +1,4 @@
-//! TypeScript declarations (DESIGN §6, issue 7): snapshots of every fixture, and the real
+//! TypeScript declarations: snapshots of every fixture, and the real
 //! TypeScript compiler as the judge of the declarations and of programs written against
 //! them.
 

@@ -4,11 +4,10 @@ use codemode::schema::{Node, ParameterSchema, ValueSchema};
 use codemode::{ErrorKind, RegisterError, Registry, Tool, ToolError};
 use serde_json::json;
 
+use crate::support::test_tool;
+
 fn tool(name: &str) -> Tool {
-    Tool::builder(name)
-        .execute(|_a, _e| async { Ok(json!("ok")) })
-        .build()
-        .unwrap()
+    test_tool(name).returns(json!("ok"))
 }
 
 #[tokio::test]
@@ -83,32 +82,20 @@ fn definition_errors_are_caught_when_the_tool_is_built() {
 async fn errors_panics_and_bad_outputs_become_error_outcomes() {
     let registry = Registry::new();
     let _f = registry
-        .register(
-            Tool::builder("fails")
-                .execute(|_a, _e| async { Err(ToolError::new("nope")) })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("fails").execute(|_a, _e| async { Err(ToolError::new("nope")) }))
         .unwrap();
     let _p = registry
-        .register(
-            Tool::builder("panics")
-                .execute(
-                    |_a, _e| -> std::future::Ready<Result<serde_json::Value, ToolError>> {
-                        panic!("sync panic")
-                    },
-                )
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("panics").execute(
+            |_a, _e| -> std::future::Ready<Result<serde_json::Value, ToolError>> {
+                panic!("sync panic")
+            },
+        ))
         .unwrap();
     let _o = registry
         .register(
-            Tool::builder("bad_output")
+            test_tool("bad_output")
                 .output(ValueSchema::new(Node::integer()))
-                .execute(|_a, _e| async { Ok(json!(1.5)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1.5)),
         )
         .unwrap();
     let o = registry.call("fails", json!({})).await;
@@ -132,7 +119,7 @@ async fn a_direct_call_validates_and_renders() {
     let registry = Registry::new();
     let _t = registry
         .register(
-            Tool::builder("greet")
+            test_tool("greet")
                 .parameters(ParameterSchema::new([(
                     "name",
                     Node::string().min_length(1).required(),
@@ -140,9 +127,7 @@ async fn a_direct_call_validates_and_renders() {
                 .output(ValueSchema::new(Node::string()))
                 .execute(|args, _e| async move {
                     Ok(json!(format!("hi {}", args["name"].as_str().unwrap_or(""))))
-                })
-                .build()
-                .unwrap(),
+                }),
         )
         .unwrap();
     let o = registry.call("greet", json!({"name": "ada"})).await;

@@ -1,4 +1,4 @@
-//! JSON Schema import (DESIGN §1 "Import"): real MCP servers, every keyword, round trips.
+//! JSON Schema import: real MCP servers, every keyword, round trips.
 
 use codemode::schema::{Node, NodeKind, ParameterSchema, ValueSchema};
 use serde_json::{Value, json};

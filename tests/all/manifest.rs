@@ -1,4 +1,4 @@
-//! Command-backed tools from a manifest (issue 8), through the built binary, with the small
+//! Command-backed tools from a manifest, through the built binary, with the small
 //! Python and shell tools of `tests/tools/`.
 
 use std::path::{Path, PathBuf};

@@ -562,7 +562,7 @@ fn deliberate_differences_from_json_schema() {
     let (ours, _) = ValueSchema::from_json_schema(&schema).unwrap();
     assert!(ours.validate(&Value::Null).is_ok());
 
-    // 3. The root of a tool's arguments is an object that stays open (DESIGN §1): the node
+    // 3. The root of a tool's arguments is an object that stays open: the node
     //    language's parameters accept unknown root keys; import keeps an explicit
     //    `additionalProperties: false`.
     let p = ParameterSchema::new([("a", Node::string())]);

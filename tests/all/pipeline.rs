@@ -1,4 +1,4 @@
-//! The whole dispatch pipeline (DESIGN §3): identity, registration, policy stages in order,
+//! The whole dispatch pipeline: identity, registration, policy stages in order,
 //! error containment, nested calls under policy, the agent, presentation cards.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,23 +8,13 @@ use std::time::{Duration, Instant};
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
 use codemode::{
     Agent, AgentDisposed, Approval, CallCard, Content, Deadline, Decision, ErrorKind, Exec,
-    FileTools, Metrics, Next, Outcome, PostOutcome, Registry, Request, ResultCard, Retry, Tool,
+    FileTools, Metrics, Next, Outcome, PostOutcome, Registry, Request, ResultCard, Retry,
     ToolError, Visibility,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Harness, fast_limits};
-
-fn value_tool(name: &str, value: Value) -> Tool {
-    Tool::builder(name)
-        .execute(move |_a, _e| {
-            let value = value.clone();
-            async move { Ok(value) }
-        })
-        .build()
-        .unwrap()
-}
+use crate::support::{Harness, fast_limits, test_tool};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -43,24 +33,19 @@ async fn every_call_carries_an_immutable_identity() {
     let seen: Arc<Mutex<Vec<Identity>>> = Arc::default();
     let record = seen.clone();
     registry
-        .register(
-            Tool::builder("who")
-                .execute(move |args, exec: Exec| {
-                    let record = record.clone();
-                    async move {
-                        record.lock().unwrap().push((
-                            exec.call_id().to_string(),
-                            exec.token().to_string(),
-                            exec.parent().map(|p| p.to_string()),
-                            (*args).clone(),
-                            exec.is_nested(),
-                        ));
-                        Ok(json!(exec.name()))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("who").execute(move |args, exec: Exec| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push((
+                    exec.call_id().to_string(),
+                    exec.token().to_string(),
+                    exec.parent().map(|p| p.to_string()),
+                    (*args).clone(),
+                    exec.is_nested(),
+                ));
+                Ok(json!(exec.name()))
+            }
+        }))
         .unwrap()
         .forget();
     let tokens: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -123,15 +108,10 @@ async fn an_around_wrapper_narrows_the_signal_and_cannot_remove_it() {
         })
         .forget();
     registry
-        .register(
-            Tool::builder("wait")
-                .execute(|_a, exec: Exec| async move {
-                    exec.signal().cancelled().await;
-                    Err(ToolError::cancelled())
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("wait").execute(|_a, exec: Exec| async move {
+            exec.signal().cancelled().await;
+            Err(ToolError::cancelled())
+        }))
         .unwrap()
         .forget();
     let signal = CancellationToken::new();
@@ -153,23 +133,20 @@ async fn hot_swap_keeps_running_calls_on_the_old_definition() {
     let release = Arc::new(tokio::sync::Notify::new());
     let r = release.clone();
     let old = registry
-        .register(
-            Tool::builder("v")
-                .execute(move |_a, _e| {
-                    let r = r.clone();
-                    async move {
-                        r.notified().await;
-                        Ok(json!("old"))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("v").execute(move |_a, _e| {
+            let r = r.clone();
+            async move {
+                r.notified().await;
+                Ok(json!("old"))
+            }
+        }))
         .unwrap();
     let running = tokio::spawn(registry.call("v", json!({})));
     tokio::time::sleep(Duration::from_millis(20)).await;
     old.dispose();
-    let _new = registry.register(value_tool("v", json!("new"))).unwrap();
+    let _new = registry
+        .register(test_tool("v").returns(json!("new")))
+        .unwrap();
     assert_eq!(
         registry.call("v", json!({})).await.value(),
         Some(&json!("new"))
@@ -188,21 +165,17 @@ fn schemas_are_the_model_facing_projection_and_respect_visibility() {
     let registry = Registry::new();
     let _a = registry
         .register(
-            Tool::builder("shown")
+            test_tool("shown")
                 .description("A visible tool.")
                 .parameters(ParameterSchema::new([("x", Node::integer().required())]))
-                .execute(|_a, _e| async { Ok(json!(1)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1)),
         )
         .unwrap();
     let _b = registry
         .register(
-            Tool::builder("secret")
+            test_tool("secret")
                 .visibility(Visibility::Hidden)
-                .execute(|_a, _e| async { Ok(json!(1)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1)),
         )
         .unwrap();
     let _c = registry
@@ -281,18 +254,13 @@ async fn stages_run_in_the_documented_order() {
         .forget();
     let l7 = log.clone();
     registry
-        .register(
-            Tool::builder("t")
-                .execute(move |_a, _e| {
-                    let l = l7.clone();
-                    async move {
-                        push(&l, "execute");
-                        Ok(json!(1))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("t").execute(move |_a, _e| {
+            let l = l7.clone();
+            async move {
+                push(&l, "execute");
+                Ok(json!(1))
+            }
+        }))
         .unwrap()
         .forget();
     registry.call("t", json!({})).await;
@@ -316,11 +284,11 @@ async fn stages_run_in_the_documented_order() {
 async fn pre_execute_denies_and_asks() {
     let registry = Registry::new();
     registry
-        .register(value_tool("rm", json!("removed")))
+        .register(test_tool("rm").returns(json!("removed")))
         .unwrap()
         .forget();
     registry
-        .register(value_tool("ls", json!("listed")))
+        .register(test_tool("ls").returns(json!("listed")))
         .unwrap()
         .forget();
     let _deny = registry.pre_execute(|e: &Exec| {
@@ -368,7 +336,7 @@ async fn pre_execute_denies_and_asks() {
 async fn a_guard_is_final_even_after_allow_and_post_execute() {
     let registry = Registry::new();
     registry
-        .register(value_tool("t", json!("ran")))
+        .register(test_tool("t").returns(json!("ran")))
         .unwrap()
         .forget();
     let ran = Arc::new(AtomicUsize::new(0));
@@ -404,14 +372,12 @@ async fn post_execute_replaces_blocks_and_attaches() {
     let registry = Registry::new();
     registry
         .register(
-            Tool::builder("n")
+            test_tool("n")
                 .output(ValueSchema::new(Node::integer()))
                 .execute(|args, _e| {
                     let v = args.get("v").cloned().unwrap_or(json!(1));
                     async move { Ok(v) }
-                })
-                .build()
-                .unwrap(),
+                }),
         )
         .unwrap()
         .forget();
@@ -449,7 +415,7 @@ async fn post_execute_replaces_blocks_and_attaches() {
 async fn observers_see_the_normalised_outcome() {
     let registry = Registry::new();
     registry
-        .register(value_tool("t", json!({"ok": true})))
+        .register(test_tool("t").returns(json!({"ok": true})))
         .unwrap()
         .forget();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -494,39 +460,31 @@ async fn ready_made_deadline_retry_and_metrics() {
     let tries = Arc::new(AtomicUsize::new(0));
     let t = tries.clone();
     registry
-        .register(
-            Tool::builder("flaky")
-                .execute(move |_a, _e| {
-                    let n = t.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        if n < 2 {
-                            Err(ToolError::new("try again"))
-                        } else {
-                            Ok(json!("third time"))
-                        }
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("flaky").execute(move |_a, _e| {
+            let n = t.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n < 2 {
+                    Err(ToolError::new("try again"))
+                } else {
+                    Ok(json!("third time"))
+                }
+            }
+        }))
         .unwrap()
         .forget();
     let observed_cancel = Arc::new(AtomicUsize::new(0));
     let c = observed_cancel.clone();
     registry
         .register(
-            Tool::builder("slow")
-                .execute(move |_a, exec: Exec| {
-                    let c = c.clone();
-                    async move {
-                        tokio::select! {
-                            _ = tokio::time::sleep(Duration::from_secs(10)) => Ok(json!("late")),
-                            _ = exec.signal().cancelled() => { c.fetch_add(1, Ordering::SeqCst); Err(ToolError::cancelled()) }
-                        }
+            test_tool("slow").execute(move |_a, exec: Exec| {
+                let c = c.clone();
+                async move {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(10)) => Ok(json!("late")),
+                        _ = exec.signal().cancelled() => { c.fetch_add(1, Ordering::SeqCst); Err(ToolError::cancelled()) }
                     }
-                })
-                .build()
-                .unwrap(),
+                }
+            }),
         )
         .unwrap()
         .forget();
@@ -558,34 +516,27 @@ async fn every_failure_is_contained_as_an_error_outcome() {
     let registry = Registry::new();
     let deep = (0..200).fold(json!(0), |acc, _| json!([acc]));
     registry
-        .register(value_tool("deep", deep))
+        .register(test_tool("deep").returns(deep))
         .unwrap()
         .forget();
     registry
         .register(
-            Tool::builder("bad_render")
+            test_tool("bad_render")
                 .render(|_a, _v| panic!("renderer bug"))
-                .execute(|_a, _e| async { Ok(json!(1)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1)),
         )
         .unwrap()
         .forget();
     registry
         .register(
-            Tool::builder("bad_meta")
+            test_tool("bad_meta")
                 .presentation_meta(|_a, _v| panic!("projector bug"))
-                .execute(|_a, _e| async { Ok(json!(1)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1)),
         )
         .unwrap()
         .forget();
     registry
-        .register(value_tool(
-            "exit_code",
-            json!({"exit": 1, "stderr": "failed test"}),
-        ))
+        .register(test_tool("exit_code").returns(json!({"exit": 1, "stderr": "failed test"})))
         .unwrap()
         .forget();
     let o = registry.call("deep", json!({})).await;
@@ -648,10 +599,7 @@ async fn every_failure_is_contained_as_an_error_outcome() {
     drop(q);
     // internal kinds never reach model code: a program sees only the message
     let mut h = Harness::new(fast_limits());
-    h.add(value_tool(
-        "deep",
-        (0..200).fold(json!(0), |acc, _| json!([acc])),
-    ));
+    h.add(test_tool("deep").returns((0..200).fold(json!(0), |acc, _| json!([acc]))));
     let r = h.ok("try { await tools.deep() } catch (e) { return Object.keys(e).concat(Object.getOwnPropertyNames(e)) }").await;
     assert_eq!(
         r,
@@ -662,37 +610,33 @@ async fn every_failure_is_contained_as_an_error_outcome() {
 #[tokio::test]
 async fn nested_calls_obey_policy() {
     let mut h = Harness::new(fast_limits());
-    h.add(value_tool("secret", json!("classified")));
-    h.add(value_tool("price", json!(100)));
-    h.add(value_tool("open", json!("door opened")));
+    h.add(test_tool("secret").returns(json!("classified")));
+    h.add(test_tool("price").returns(json!(100)));
+    h.add(test_tool("open").returns(json!("door opened")));
     let meta_calls = Arc::new(AtomicUsize::new(0));
     let m = meta_calls.clone();
     h.add(
-        Tool::builder("meta")
+        test_tool("meta")
             .presentation_meta(move |_a, _v| {
                 m.fetch_add(1, Ordering::SeqCst);
                 Some(json!({"shown": true}))
             })
-            .execute(|_a, _e| async { Ok(json!("m")) })
-            .build()
-            .unwrap(),
+            .returns(json!("m")),
     );
     let cancelled = Arc::new(AtomicUsize::new(0));
     let c = cancelled.clone();
-    h.add(
-        Tool::builder("slow")
-            .execute(move |_a, exec: Exec| {
-                let c = c.clone();
-                async move {
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(30)) => Ok(json!("late")),
-                        _ = exec.signal().cancelled() => { c.fetch_add(1, Ordering::SeqCst); Err(ToolError::cancelled()) }
-                    }
-                }
-            })
-            .build()
-            .unwrap(),
-    );
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = started.clone();
+    h.add(test_tool("slow").execute(move |_a, exec: Exec| {
+        let c = c.clone();
+        s.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(30)) => Ok(json!("late")),
+                _ = exec.signal().cancelled() => { c.fetch_add(1, Ordering::SeqCst); Err(ToolError::cancelled()) }
+            }
+        }
+    }));
     let r = &h.registry;
     r.pre_execute(|e: &Exec| {
         if e.name() == "secret" {
@@ -761,7 +705,13 @@ async fn nested_calls_obey_policy() {
         json!({"code": "await Promise.all([tools.slow({}), tools.slow({})])"}),
         signal.clone(),
     )));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancelled once both nested calls have started (not after a fixed wait: a run takes
+    // longer to start in a debug build on a loaded machine).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while started.load(Ordering::SeqCst) < 3 {
+        assert!(Instant::now() < deadline, "the nested calls never started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     signal.cancel();
     let outcome = run.await.unwrap();
     let v = outcome.value().unwrap();
@@ -781,15 +731,10 @@ async fn nested_calls_obey_policy() {
 async fn the_agent_keeps_injected_context_for_the_next_request() {
     let registry = Registry::new();
     registry
-        .register(
-            Tool::builder("note")
-                .execute(|_a, exec: Exec| async move {
-                    let kept = exec.agent().inject("the build is green", "note").is_ok();
-                    Ok(json!(kept))
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(test_tool("note").execute(|_a, exec: Exec| async move {
+            let kept = exec.agent().inject("the build is green", "note").is_ok();
+            Ok(json!(kept))
+        }))
         .unwrap()
         .forget();
     let agent = Agent::new();
@@ -863,11 +808,9 @@ async fn built_in_tools_present_cards_and_bad_input_falls_back() {
         matches!(glob.present_result(&json!({"pattern": "*.txt"}), &o), ResultCard::Search { ref paths, total: 1, .. } if paths == &["a.txt"])
     );
     // a panicking projector falls back too
-    let t = Tool::builder("p")
+    let t = test_tool("p")
         .present_call(|_a| panic!("projector bug"))
-        .execute(|_a, _e| async { Ok(json!(1)) })
-        .build()
-        .unwrap();
+        .returns(json!(1));
     assert!(matches!(
         t.present_call(&json!({})),
         CallCard::Generic { .. }

@@ -1,12 +1,13 @@
 //! `run_code` end to end: programs through the real engine and the real pipeline.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
-use codemode::{Limits, Tool, ToolError};
+use codemode::{Limits, ToolError};
 use serde_json::json;
 
-use crate::support::{Harness, echo_tool, fast_limits};
+use crate::support::{Harness, echo_tool, fast_limits, test_tool};
 
 #[tokio::test]
 async fn a_tool_call_returns_the_tools_value() {
@@ -25,12 +26,7 @@ async fn a_tool_call_returns_the_tools_value() {
 #[tokio::test]
 async fn a_tool_error_can_be_caught_by_the_program() {
     let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("fail")
-            .execute(|_a, _e| async { Err(ToolError::new("disk on fire")) })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("fail").execute(|_a, _e| async { Err(ToolError::new("disk on fire")) }));
     let r = h
         .ok("try { await tools.fail({}); return 'no' } catch (e) { return {isTce: e instanceof ToolCallError, isError: e instanceof Error, keys: Object.keys(e), name: e.name, tool: e.toolName, message: e.message} }")
         .await;
@@ -43,12 +39,7 @@ async fn a_tool_error_can_be_caught_by_the_program() {
 #[tokio::test]
 async fn an_uncaught_tool_error_ends_the_run_with_the_tool_named() {
     let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("fail")
-            .execute(|_a, _e| async { Err(ToolError::new("disk on fire")) })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("fail").execute(|_a, _e| async { Err(ToolError::new("disk on fire")) }));
     let v = h.run("await tools.fail({})").await;
     assert_eq!(v["status"], "error");
     assert_eq!(v["error"]["name"], "ToolCallError");
@@ -80,7 +71,7 @@ async fn an_unknown_tool_is_a_tool_call_error_listing_the_tools_and_not_a_call()
 async fn invalid_arguments_name_the_path() {
     let mut h = Harness::new(fast_limits());
     h.add(
-        Tool::builder("put")
+        test_tool("put")
             .parameters(ParameterSchema::new([(
                 "items",
                 Node::array(
@@ -89,9 +80,7 @@ async fn invalid_arguments_name_the_path() {
                 )
                 .required(),
             )]))
-            .execute(|_a, _e| async { Ok(json!(true)) })
-            .build()
-            .unwrap(),
+            .returns(json!(true)),
     );
     let e = h
         .err("await tools.put({items: [{name: 'a'}, {name: 'b'}, {name: 3}, {}]})")
@@ -153,39 +142,12 @@ async fn top_level_await_return_and_last_expression() {
 }
 
 #[tokio::test]
-async fn an_infinite_loop_times_out() {
-    let h = Harness::new(Limits::default().timeout(Duration::from_millis(300)));
-    let started = Instant::now();
-    let e = h.err("while (true) {}").await;
-    assert_eq!(e["name"], "TimeoutError");
-    assert_eq!(
-        e["message"],
-        "the program did not finish within its 300 ms timeout"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
-    // even when the program tries to catch it
-    let e = h
-        .err("for (;;) { try { while (true) {} } catch (e) {} }")
-        .await;
-    assert_eq!(e["name"], "TimeoutError");
-}
-
-#[tokio::test]
 async fn a_wait_that_never_settles_times_out() {
     let mut h = Harness::new(Limits::default().timeout(Duration::from_millis(300)));
-    h.add(
-        Tool::builder("hang")
-            .execute(|_a, exec| async move {
-                exec.signal().cancelled().await;
-                Err(ToolError::cancelled())
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("hang").execute(|_a, exec| async move {
+        exec.signal().cancelled().await;
+        Err(ToolError::cancelled())
+    }));
     let started = Instant::now();
     let v = h.run("await tools.hang({})").await;
     assert_eq!(v["error"]["name"], "TimeoutError");
@@ -199,7 +161,9 @@ async fn a_wait_that_never_settles_times_out() {
 
 #[tokio::test]
 async fn a_memory_bomb_is_out_of_memory_even_when_caught() {
-    let h = Harness::new(fast_limits().memory(16 << 20));
+    // The default deadline: the bomb must end by running out of memory, however slow the
+    // build.
+    let h = Harness::new(Limits::default().memory(16 << 20));
     let e = h
         .err("try { const a = []; while (true) a.push(new Array(100000).fill(7)); } catch (e) {}\nreturn 'survived'")
         .await;
@@ -211,46 +175,8 @@ async fn a_memory_bomb_is_out_of_memory_even_when_caught() {
             16 << 20
         )
     );
-    let e = h
-        .err("let s = 'x'; while (true) { s += s; s = s.slice(1) + 'y' }")
-        .await;
-    assert_eq!(e["name"], "OutOfMemory");
-    let e = h
-        .err("try { new ArrayBuffer(64 * 1024 * 1024) } catch {} return 'caught'")
-        .await;
-    assert_eq!(e["name"], "OutOfMemory");
     // the host is fine and the next run works
     assert_eq!(h.ok("return 1").await, json!(1));
-}
-
-#[tokio::test]
-async fn throwing_non_errors_ends_in_error() {
-    let h = Harness::new(fast_limits());
-    let e = h.err("throw 'x'").await;
-    assert_eq!(
-        e,
-        json!({"name": "Error", "message": "the program threw \"x\" (a string, not an Error)"})
-    );
-    let e = h.err("throw {}").await;
-    assert_eq!(
-        e,
-        json!({"name": "Error", "message": "the program threw {} (an object, not an Error)"})
-    );
-    let e = h.err("throw null").await;
-    assert_eq!(
-        e,
-        json!({"name": "Error", "message": "the program threw null (not an Error)"})
-    );
-    let e = h.err("throw undefined").await;
-    assert_eq!(
-        e,
-        json!({"name": "Error", "message": "the program threw undefined (not an Error)"})
-    );
-    let e = h.err("await Promise.reject(42)").await;
-    assert_eq!(
-        e,
-        json!({"name": "Error", "message": "the program threw 42 (a number, not an Error)"})
-    );
 }
 
 #[tokio::test]
@@ -290,11 +216,9 @@ async fn console_prints_objects_readably() {
 async fn a_tool_output_that_breaks_its_schema_is_an_error_for_the_program() {
     let mut h = Harness::new(fast_limits());
     h.add(
-        Tool::builder("liar")
+        test_tool("liar")
             .output(ValueSchema::new(Node::string()))
-            .execute(|_a, _e| async { Ok(json!(5)) })
-            .build()
-            .unwrap(),
+            .returns(json!(5)),
     );
     let e = h.err("await tools.liar({})").await;
     assert_eq!(
@@ -305,18 +229,15 @@ async fn a_tool_output_that_breaks_its_schema_is_an_error_for_the_program() {
 
 #[tokio::test]
 async fn a_panicking_tool_is_an_error_not_a_crash() {
-    let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("boom")
-            .execute(|_a, _e| async {
-                if true {
-                    panic!("kaboom");
-                }
-                Ok(json!(1))
-            })
-            .build()
-            .unwrap(),
-    );
+    // The default deadline: the panic hook may print a backtrace (RUST_BACKTRACE), which
+    // takes seconds in a debug build, inside the run.
+    let mut h = Harness::new(Limits::default());
+    h.add(test_tool("boom").execute(|_a, _e| async {
+        if true {
+            panic!("kaboom");
+        }
+        Ok(json!(1))
+    }));
     let e = h.err("await tools.boom({})").await;
     assert_eq!(e["message"], "boom: tool boom failed unexpectedly: kaboom");
     assert_eq!(
@@ -329,25 +250,20 @@ async fn a_panicking_tool_is_an_error_not_a_crash() {
 #[tokio::test]
 async fn calls_run_concurrently_on_one_task() {
     let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("sleep")
-            .execute(|_a, _e| async {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                Ok(json!("slept"))
-            })
-            .build()
-            .unwrap(),
-    );
-    let started = Instant::now();
+    // Each call returns only once all 20 are running: calls made one after another would
+    // never return (and the run would time out), however fast or slow the machine.
+    let all_running = Arc::new(tokio::sync::Barrier::new(20));
+    h.add(test_tool("meet").execute(move |_a, _e| {
+        let all_running = all_running.clone();
+        async move {
+            all_running.wait().await;
+            Ok(json!("met"))
+        }
+    }));
     let r = h
-        .ok("const all = await Promise.all(Array.from({length: 20}, () => tools.sleep({}))); all.length")
+        .ok("const all = await Promise.all(Array.from({length: 20}, () => tools.meet({}))); all.length")
         .await;
     assert_eq!(r, json!(20));
-    assert!(
-        started.elapsed() < Duration::from_millis(800),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[tokio::test]
@@ -400,11 +316,9 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
     let handle = h
         .registry
         .register(
-            codemode::Tool::builder("late-comer")
+            test_tool("late-comer")
                 .description("Arrives late.")
-                .execute(|_a, _e| async { Ok(serde_json::json!(1)) })
-                .build()
-                .unwrap(),
+                .returns(json!(1)),
         )
         .unwrap();
     assert!(

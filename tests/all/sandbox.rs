@@ -1,5 +1,4 @@
-//! The sandbox to the contract (DESIGN §5): names, concurrency, ending, limits, program
-//! forms, isolation.
+//! The sandbox: names, concurrency, ending, limits, program forms, isolation.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,7 +7,7 @@ use std::time::{Duration, Instant};
 use codemode::{Exec, Limits, Tool, ToolError};
 use serde_json::{Value, json};
 
-use crate::support::{Harness, echo_tool, fast_limits};
+use crate::support::{Harness, echo_tool, fast_limits, test_tool};
 
 fn sleeper(
     name: &str,
@@ -16,43 +15,30 @@ fn sleeper(
     now: Arc<AtomicUsize>,
     cancelled: Arc<AtomicUsize>,
 ) -> Tool {
-    Tool::builder(name)
-        .execute(move |args, exec: Exec| {
-            let (peak, now, cancelled) = (peak.clone(), now.clone(), cancelled.clone());
-            async move {
-                let running = now.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(running, Ordering::SeqCst);
-                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
-                let r = tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!(ms)),
-                    _ = exec.signal().cancelled() => {
-                        cancelled.fetch_add(1, Ordering::SeqCst);
-                        Err(ToolError::cancelled())
-                    }
-                };
-                now.fetch_sub(1, Ordering::SeqCst);
-                r
-            }
-        })
-        .build()
-        .unwrap()
+    test_tool(name).execute(move |args, exec: Exec| {
+        let (peak, now, cancelled) = (peak.clone(), now.clone(), cancelled.clone());
+        async move {
+            let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(running, Ordering::SeqCst);
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
+            let r = tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!(ms)),
+                _ = exec.signal().cancelled() => {
+                    cancelled.fetch_add(1, Ordering::SeqCst);
+                    Err(ToolError::cancelled())
+                }
+            };
+            now.fetch_sub(1, Ordering::SeqCst);
+            r
+        }
+    })
 }
 
 #[tokio::test]
 async fn names_that_are_not_identifiers_dispatch_by_name_and_by_alias() {
     let mut h = Harness::new(fast_limits());
-    h.add(
-        Tool::builder("my-tool")
-            .execute(|_a, _e| async { Ok(json!("mine")) })
-            .build()
-            .unwrap(),
-    );
-    h.add(
-        Tool::builder("github.search")
-            .execute(|_a, _e| async { Ok(json!("found")) })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("my-tool").returns(json!("mine")));
+    h.add(test_tool("github.search").returns(json!("found")));
     let r = h
         .ok("[await tools['my-tool']({}), await tools.my_tool({}), await tools['github.search'](), await tools.github_search(), Object.keys(tools)]")
         .await;
@@ -111,15 +97,10 @@ async fn tool_functions_are_native_and_reentrant() {
         .await;
     assert_eq!(r, json!([[{"inner": 1}, 5, {"x": 2}], true]));
     // An unhandled rejection of a call in flight is logged without internal frames.
-    h.add(
-        Tool::builder("fails_later")
-            .execute(|_a, _e| async {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                Err(ToolError::new("it broke"))
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("fails_later").execute(|_a, _e| async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Err(ToolError::new("it broke"))
+    }));
     let v = h
         .run("tools.fails_later(); await new Promise(r => setTimeout(r, 30)); return 1")
         .await;
@@ -244,16 +225,11 @@ async fn calls_run_concurrently_bounded_by_max_in_flight() {
     let cancelled = Arc::new(AtomicUsize::new(0));
     let mut h = Harness::new(fast_limits());
     h.add(sleeper("nap", peak.clone(), now.clone(), cancelled.clone()));
-    let started = Instant::now();
     let r = h
         .ok("const all = await Promise.all(Array.from({length: 50}, () => tools.nap({ms: 100}))); all.length")
         .await;
     assert_eq!(r, json!(50));
-    assert!(
-        started.elapsed() < Duration::from_millis(600),
-        "{:?}",
-        started.elapsed()
-    );
+    // All at once, counted rather than timed (a loaded machine may take longer).
     assert_eq!(peak.load(Ordering::SeqCst), 50, "all 50 ran at once");
 
     let peak = Arc::new(AtomicUsize::new(0));
@@ -333,23 +309,32 @@ async fn the_limits_on_source_input_and_output_bytes_hold() {
     );
 }
 
-#[tokio::test]
-async fn the_watchdog_stops_work_neither_other_guard_can_see() {
-    // Converting a big result runs in the host, outside JavaScript (no interrupt handler)
-    // and without waiting (no host-side bound): only the watchdog's flag stops it.
-    let h = Harness::new(
-        Limits::default()
-            .timeout(Duration::from_millis(150))
-            .memory(256 << 20),
-    );
-    let started = Instant::now();
-    let e = h.err("const a = new Array(3e6); for (let i = 0; i < 3e6; i += 100000) a.fill(1.5, i, i + 100000); return a").await;
-    assert_eq!(e["name"], "TimeoutError");
-    assert!(
-        started.elapsed() < Duration::from_millis(150 + 100),
-        "{:?}",
-        started.elapsed()
-    );
+#[test]
+fn the_watchdog_stops_work_neither_other_guard_can_see() {
+    // Timed against the deadline: no CPU-heavy test runs meanwhile.
+    let _heavy = crate::support::heavy();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            // Converting a big result runs in the host, outside JavaScript (no interrupt
+            // handler) and without waiting (no host-side bound): only the watchdog's flag
+            // stops it. The result shares its halves: 2^41 numbers to convert in a few
+            // kilobytes of engine memory, more than any build converts before its deadline
+            // (and nothing big for the engine to free afterwards).
+            let h = Harness::new(Limits::default().timeout(Duration::from_millis(150)));
+            let started = Instant::now();
+            let e = h
+                .err("let a = [1.5, 2.5]; for (let i = 0; i < 40; i++) a = [a, a]; return a")
+                .await;
+            assert_eq!(e["name"], "TimeoutError");
+            assert!(
+                started.elapsed() < Duration::from_millis(150 + 100),
+                "{:?}",
+                started.elapsed()
+            );
+        });
 }
 
 #[tokio::test]
@@ -453,7 +438,7 @@ async fn the_rejection_tracker_is_out_of_the_program_s_reach() {
 async fn timers_work_and_are_bounded_by_the_deadline() {
     let h = Harness::new(fast_limits());
     let r = h
-        .ok("const order = []; const t = setTimeout(() => order.push('cancelled'), 10); clearTimeout(t); setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5); await new Promise((r) => setTimeout(r, 40)); let n = 0; const i = setInterval(() => { n++; if (n === 3) clearInterval(i) }, 1); await new Promise((r) => setTimeout(r, 30)); [order, n]")
+        .ok("const order = []; const t = setTimeout(() => order.push('cancelled'), 10); clearTimeout(t); setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5); await new Promise((r) => setTimeout(r, 40)); let n = 0; await new Promise((r) => { const i = setInterval(() => { n++; if (n === 3) { clearInterval(i); r() } }, 1) }); await new Promise((r) => setTimeout(r, 30)); [order, n]")
         .await;
     assert_eq!(r, json!([["a", "b"], 3]));
     let h = Harness::new(Limits::default().timeout(Duration::from_millis(200)));

@@ -1,10 +1,13 @@
 //! Helpers shared by the tests.
 
+use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use codemode::schema::{ParameterSchema, ValueSchema};
 use codemode::{
-    FileTools, Limits, Registry, RunCodeConfig, SpillConfig, Tool, ToolHandle, run_code_tool,
+    Arguments, CallCard, Content, Exec, FileTools, Limits, Registry, RunCodeConfig, SpillConfig,
+    Tool, ToolBuilder, ToolError, ToolHandle, Visibility, run_code_tool,
 };
 use serde_json::{Value, json};
 
@@ -43,8 +46,10 @@ impl Harness {
         }
     }
 
+    /// A harness with the file tools over `root` and the default limits (reading big
+    /// files takes a while in a debug build).
     pub fn with_files(root: &Path) -> Harness {
-        let mut h = Harness::new(fast_limits());
+        let mut h = Harness::new(Limits::default());
         h.handles
             .extend(FileTools::new(root).unwrap().register(&h.registry).unwrap());
         h
@@ -86,11 +91,81 @@ pub fn fast_limits() -> Limits {
 
 /// A tool that echoes its arguments.
 pub fn echo_tool() -> Tool {
-    Tool::builder("echo")
+    test_tool("echo")
         .description("Echo the arguments back.")
         .execute(|args, _exec| async move { Ok((*args).clone()) })
-        .build()
-        .unwrap()
+}
+
+/// A tool for a test, named `name`: set its options, then give its body with
+/// [`TestTool::execute`] or a fixed value with [`TestTool::returns`], which build it.
+///
+/// Tests of the builder itself (definition errors, defaults) use `Tool::builder`.
+pub fn test_tool(name: &str) -> TestTool {
+    TestTool(Tool::builder(name))
+}
+
+/// A [`ToolBuilder`] whose last step builds the tool (see [`test_tool`]); the options are
+/// the builder's own.
+#[must_use]
+pub struct TestTool(ToolBuilder);
+
+impl TestTool {
+    pub fn description(self, text: &str) -> Self {
+        TestTool(self.0.description(text))
+    }
+
+    pub fn parameters(self, schema: ParameterSchema) -> Self {
+        TestTool(self.0.parameters(schema))
+    }
+
+    pub fn output(self, schema: ValueSchema) -> Self {
+        TestTool(self.0.output(schema))
+    }
+
+    pub fn visibility(self, visibility: Visibility) -> Self {
+        TestTool(self.0.visibility(visibility))
+    }
+
+    pub fn render(
+        self,
+        f: impl Fn(&Value, &Value) -> Vec<Content> + Send + Sync + 'static,
+    ) -> Self {
+        TestTool(self.0.render(f))
+    }
+
+    pub fn presentation_meta(
+        self,
+        f: impl Fn(&Value, &Value) -> Option<Value> + Send + Sync + 'static,
+    ) -> Self {
+        TestTool(self.0.presentation_meta(f))
+    }
+
+    pub fn present_call(self, f: impl Fn(&Value) -> CallCard + Send + Sync + 'static) -> Self {
+        TestTool(self.0.present_call(f))
+    }
+
+    /// The tool, with `body` (`|args, exec| async move { … }`) as its execute.
+    ///
+    /// # Panics
+    /// When the definition is refused (a schema with a definition error).
+    pub fn execute<F, Fut>(self, body: F) -> Tool
+    where
+        F: Fn(Arguments, Exec) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.0
+            .execute(body)
+            .build()
+            .unwrap_or_else(|e| panic!("a test tool's definition was refused: {e}"))
+    }
+
+    /// The tool, returning `value` from every call.
+    pub fn returns(self, value: Value) -> Tool {
+        self.execute(move |_args, _exec| {
+            let value = value.clone();
+            async move { Ok(value) }
+        })
+    }
 }
 
 /// `tests/node/node_modules`, installed with `npm ci` from the pinned lock file the first

@@ -1,30 +1,28 @@
-//! Values across the boundary (DESIGN §2), through real programs and a real tool.
+//! Values across the boundary between programs and tools, through real programs and a real
+//! tool.
 
 use std::sync::{Arc, Mutex};
 
-use codemode::Tool;
 use serde_json::{Value, json};
 
-use crate::support::{Harness, echo_tool, fast_limits};
+use codemode::Limits;
 
-/// A harness with `echo` and `seen`, which records the arguments it received.
+use crate::support::{Harness, echo_tool, test_tool};
+
+/// A harness with `echo` and `seen`, which records the arguments it received. The default
+/// deadline: converting the big values here takes a while in a debug build.
 fn harness() -> (Harness, Arc<Mutex<Vec<Value>>>) {
-    let mut h = Harness::new(fast_limits());
+    let mut h = Harness::new(Limits::default());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     h.add(echo_tool());
-    h.add(
-        Tool::builder("seen")
-            .execute(move |args, _e| {
-                let record = record.clone();
-                async move {
-                    record.lock().unwrap().push((*args).clone());
-                    Ok(json!(true))
-                }
-            })
-            .build()
-            .unwrap(),
-    );
+    h.add(test_tool("seen").execute(move |args, _e| {
+        let record = record.clone();
+        async move {
+            record.lock().unwrap().push((*args).clone());
+            Ok(json!(true))
+        }
+    }));
     (h, seen)
 }
 
@@ -235,12 +233,6 @@ async fn deep_nesting_is_an_error_not_a_stack_overflow() {
     assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
     let v = h.run(&deep(127)).await;
     assert_eq!(v["error"]["name"], "ResultError");
-    // JSON.parse of 10 000 nested arrays is the engine's own (catchable) affair
-    let r = h.ok("try { JSON.parse('['.repeat(10000) + ']'.repeat(10000)); return 'parsed' } catch (e) { return e.name }").await;
-    assert!(
-        r == json!("parsed") || r == json!("RangeError") || r == json!("InternalError"),
-        "{r}"
-    );
 }
 
 #[tokio::test]
@@ -254,22 +246,6 @@ async fn arguments_are_a_snapshot_the_program_cannot_change() {
         .ok("const o = {v: 1}; setTimeout(() => { o.v = 2 }, 0); return o")
         .await;
     assert_eq!(r, json!({"v": 1}));
-}
-
-#[tokio::test]
-async fn a_proxy_is_read_through_its_traps() {
-    let (h, seen) = harness();
-    h.ok("await tools.seen(new Proxy({}, {ownKeys: () => ['a'], getOwnPropertyDescriptor: () => ({value: 1, enumerable: true, configurable: true}), get: (t, k) => k === 'a' ? 42 : undefined}))").await;
-    assert_eq!(seen.lock().unwrap()[0], json!({"a": 42}));
-    let m = call_error(
-        &h,
-        "tools.seen(new Proxy({}, {ownKeys() { throw new Error('trap') }}))",
-    )
-    .await;
-    assert_eq!(
-        m,
-        "invalid arguments for seen: args: listing keys threw: Error: trap"
-    );
 }
 
 #[tokio::test]
@@ -287,29 +263,15 @@ async fn errors_become_name_and_message() {
 async fn a_result_the_engine_cannot_hold_fails_the_call_instead_of_hanging_it() {
     let huge: serde_json::Value =
         serde_json::from_str(&format!("{{\"x\": {}}}", "7".repeat(400_000))).unwrap();
-    let mut h = crate::support::Harness::new(crate::support::fast_limits());
-    let at_once = huge.clone();
-    h.add(
-        codemode::Tool::builder("huge_now")
-            .execute(move |_a, _e| {
-                let v = at_once.clone();
-                async move { Ok(v) }
-            })
-            .build()
-            .unwrap(),
-    );
-    h.add(
-        codemode::Tool::builder("huge_later")
-            .execute(move |_a, _e| {
-                let v = huge.clone();
-                async move {
-                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                    Ok(v)
-                }
-            })
-            .build()
-            .unwrap(),
-    );
+    let mut h = Harness::new(Limits::default());
+    h.add(test_tool("huge_now").returns(huge.clone()));
+    h.add(test_tool("huge_later").execute(move |_a, _e| {
+        let v = huge.clone();
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            Ok(v)
+        }
+    }));
     let v = h
         .run(
             "async function t(f) { try { await f(); return 'settled'; } catch (e) { return `${e.name}: ${e.message}`; } }
