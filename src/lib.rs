@@ -76,7 +76,6 @@ pub use dispatch::{
 };
 pub use value::MAX_DEPTH;
 
-
 pub mod hooks {
     //! The policy stages of the pipeline, as closures or trait objects, and the ready-made
     //! around-wrappers.

@@ -30,14 +30,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use self::output::{CallEntry, RunCodeOutput, RunStatus, SpillInfo};
-pub use crate::sandbox::{
-    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
-};
 use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
-use crate::sandbox::{
-    self, LogSink, RunReport, RunRequest,
+use crate::sandbox::{self, LogSink, RunReport, RunRequest};
+pub use crate::sandbox::{
+    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use codemode::{Limits, RunCodeConfig, SpillConfig, render_text};
+use codemode::run_code::{Limits, RunCodeConfig, SpillConfig, render_text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

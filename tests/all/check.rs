@@ -3,8 +3,9 @@
 
 use std::process::Command;
 
+use codemode::check::{DiagnosticKind, check_program};
 use codemode::schema::{Node, ParameterSchema};
-use codemode::{DiagnosticKind, FileTools, Registry, check_program};
+use codemode::{FileTools, Registry};
 use serde_json::json;
 
 use crate::support::{node_modules, test_tool};

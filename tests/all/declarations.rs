@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use codemode::{FileTools, Layout, Registry, SANDBOX_GLOBALS, ToolDecl};
+use codemode::declarations::{Layout, SANDBOX_GLOBALS, ToolDecl};
+use codemode::{FileTools, Registry};
 use codemode_codegen::{declarations, declarations_with};
 use serde_json::Value;
 
@@ -19,7 +20,7 @@ fn root() -> &'static Path {
 pub fn fixture(path: &str) -> Vec<ToolDecl> {
     let text = std::fs::read_to_string(root().join(path)).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
-    codemode::mcp_tool_decls(&v)
+    codemode::declarations::mcp_tool_decls(&v)
 }
 
 /// The built-in file tools as a program sees them.
@@ -30,7 +31,7 @@ pub fn builtin() -> Vec<ToolDecl> {
         .unwrap()
         .register(&registry)
         .unwrap();
-    codemode::tool_decls(&registry)
+    codemode::declarations::tool_decls(&registry)
 }
 
 const FIXTURES: &[(&str, &str)] = &[

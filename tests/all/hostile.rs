@@ -15,7 +15,8 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use codemode::{Exec, Limits, ToolError};
+use codemode::run_code::Limits;
+use codemode::{Exec, ToolError};
 use serde_json::{Map, Value, json};
 
 use crate::support::{Harness, echo_tool, test_tool};

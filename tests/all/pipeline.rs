@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codemode::cards::{CallCard, ResultCard};
+use codemode::hooks::{Approval, Deadline, Decision, Metrics, Next, PostOutcome, Retry};
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
 use codemode::{
-    Agent, AgentDisposed, Approval, CallCard, Content, Deadline, Decision, ErrorKind, Exec,
-    FileTools, Metrics, Next, Outcome, PostOutcome, Registry, Request, ResultCard, Retry,
+    Agent, AgentDisposed, Content, ErrorKind, Exec, FileTools, Outcome, Registry, Request,
     ToolError, Visibility,
 };
 use serde_json::{Value, json};
@@ -58,7 +59,9 @@ async fn every_call_carries_an_immutable_identity() {
         })
         .forget();
     registry
-        .register(codemode::run_code_tool(codemode::RunCodeConfig::default()))
+        .register(codemode::run_code::run_code_tool(
+            codemode::run_code::RunCodeConfig::default(),
+        ))
         .unwrap()
         .forget();
     let direct = registry.call("who", json!({"n": 1})).await;
@@ -179,7 +182,9 @@ fn schemas_are_the_model_facing_projection_and_respect_visibility() {
         )
         .unwrap();
     let _c = registry
-        .register(codemode::run_code_tool(codemode::RunCodeConfig::default()))
+        .register(codemode::run_code::run_code_tool(
+            codemode::run_code::RunCodeConfig::default(),
+        ))
         .unwrap();
     let schemas = registry.schemas();
     let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
@@ -662,7 +667,7 @@ async fn nested_calls_obey_policy() {
     .forget();
     let deadline = r.around(|exec: Exec, next: Next| {
         if exec.name() == "slow" && exec.arguments().get("bounded").is_some() {
-            codemode::Around::around(
+            codemode::hooks::Around::around(
                 &Deadline::new(Duration::from_millis(50)).grace(Duration::from_millis(500)),
                 exec,
                 next,
@@ -791,7 +796,7 @@ async fn built_in_tools_present_cards_and_bad_input_falls_back() {
             title: "Read a.txt".into(),
             kind: "read".into(),
             raw_input: json!({"path": "a.txt", "offset": 2}),
-            locations: vec![codemode::Location {
+            locations: vec![codemode::cards::Location {
                 path: "a.txt".into(),
                 line: Some(2)
             }],

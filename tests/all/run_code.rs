@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use codemode::ToolError;
+use codemode::run_code::Limits;
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
-use codemode::{Limits, ToolError};
 use serde_json::json;
 
 use crate::support::{Harness, echo_tool, fast_limits, test_tool};
@@ -299,7 +300,9 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
         text.starts_with("Run a JavaScript or TypeScript program."),
         "{text}"
     );
-    let decls = codemode::declarations(&h.registry, codemode::Layout::Compact).unwrap();
+    let decls =
+        codemode::declarations::declarations(&h.registry, codemode::declarations::Layout::Compact)
+            .unwrap();
     assert!(text.ends_with(&format!("```ts\n{decls}```")), "{text}");
     assert!(
         decls.contains("read_file: { /** File path, relative to the root. */ path: string;"),
@@ -334,13 +337,13 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
 #[tokio::test]
 async fn limits_too_small_to_run_are_raised_not_crashes() {
     // A memory limit below what the engine needs is raised to MIN_MEMORY.
-    let limits = codemode::Limits::default().memory(1_000);
-    assert_eq!(limits.memory, codemode::MIN_MEMORY);
+    let limits = codemode::run_code::Limits::default().memory(1_000);
+    assert_eq!(limits.memory, codemode::run_code::MIN_MEMORY);
     let h = Harness::new(limits);
     assert_eq!(h.ok("return 1").await, 1);
     // A zero max_timeout still builds run_code (its timeout_ms then takes only 1).
     let h = Harness::with_config(
-        codemode::RunCodeConfig::default().max_timeout(std::time::Duration::ZERO),
+        codemode::run_code::RunCodeConfig::default().max_timeout(std::time::Duration::ZERO),
     );
     assert_eq!(h.ok("return 2").await, 2);
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode::{Exec, Limits, Tool, ToolError};
+use codemode::run_code::Limits;
+use codemode::{Exec, Tool, ToolError};
 use serde_json::{Value, json};
 
 use crate::support::{Harness, echo_tool, fast_limits, test_tool};

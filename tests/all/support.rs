@@ -4,10 +4,12 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use codemode::cards::CallCard;
+use codemode::run_code::{Limits, RunCodeConfig, SpillConfig, run_code_tool};
 use codemode::schema::{ParameterSchema, ValueSchema};
 use codemode::{
-    Arguments, CallCard, Content, Exec, FileTools, Limits, Registry, RunCodeConfig, SpillConfig,
-    Tool, ToolBuilder, ToolError, ToolHandle, Visibility, run_code_tool,
+    Arguments, Content, Exec, FileTools, Registry, Tool, ToolBuilder, ToolError, ToolHandle,
+    Visibility,
 };
 use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use codemode::Limits;
+use codemode::run_code::Limits;
 
 use crate::support::{Harness, echo_tool, test_tool};
 

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Args;
-use codemode::declarations::{Layout, SANDBOX_GLOBALS, declarations};
 use codemode::check::{check_program, typescript_program};
+use codemode::declarations::{Layout, SANDBOX_GLOBALS, declarations};
 
 use crate::cli::SetupError;
 use crate::cli::commands::run::read_program;
