@@ -80,7 +80,7 @@ fn syntax(e: crate::program::SourceError) -> Vec<Diagnostic> {
         line: e.line.unwrap_or(1),
         column: e.column.unwrap_or(1),
         kind: DiagnosticKind::Syntax,
-        message: format!("{}: {}", e.name, e.message),
+        message: format!("{}: {}", e.kind.name(), e.message),
     }]
 }
 

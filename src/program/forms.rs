@@ -13,10 +13,10 @@ use swc_ecma_ast::{
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
-use super::SourceError;
 use super::awaits::{AwaitSite, mark_awaits};
 use super::fences::without_hashbang;
 use super::parse::{parse, position_error};
+use super::{SourceError, SourceErrorKind};
 
 /// What an [`Edit`] does at its start.
 pub(super) enum EditKind {
@@ -140,7 +140,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                 let names: Vec<String> = functions.iter().map(|f| format!("{}()", f.sym)).collect();
                 let first = &functions[0];
                 return Err(SourceError {
-                    name: "ProgramError",
+                    kind: SourceErrorKind::Unrunnable,
                     message: format!(
                         "the program only declares {} and never calls anything, so nothing would run; call it, e.g. `return await {}()`",
                         names.join(", "),

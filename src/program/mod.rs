@@ -61,15 +61,39 @@ pub(crate) struct Program {
 /// A program that cannot run, with its position in the model's own source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SourceError {
-    /// The error's name as the program sees it (`SyntaxError`, `ProgramError`,
-    /// `LimitError`, `InternalError`).
-    pub(crate) name: &'static str,
+    /// What kind of problem it is.
+    pub(crate) kind: SourceErrorKind,
     /// What is wrong and, where possible, what to write instead.
     pub(crate) message: String,
     /// 1-based line in the model's own source.
     pub(crate) line: Option<u32>,
     /// 1-based column (in characters) in the model's own source.
     pub(crate) column: Option<u32>,
+}
+
+/// Why a program text cannot run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SourceErrorKind {
+    /// It does not parse, or uses a construct that cannot run here (`SyntaxError`).
+    Syntax,
+    /// It parses but does nothing when run: it only declares functions (`ProgramError`).
+    Unrunnable,
+    /// It is too large to parse (`LimitError`).
+    Limit,
+    /// The parser failed (`InternalError`).
+    Internal,
+}
+
+impl SourceErrorKind {
+    /// The error's name as the model reads it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SourceErrorKind::Syntax => "SyntaxError",
+            SourceErrorKind::Unrunnable => "ProgramError",
+            SourceErrorKind::Limit => "LimitError",
+            SourceErrorKind::Internal => "InternalError",
+        }
+    }
 }
 
 /// Prepares `source` to run.

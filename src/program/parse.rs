@@ -7,9 +7,9 @@ use swc_ecma_parser::error::SyntaxError;
 use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
 use swc_ecma_visit::{VisitMut, VisitMutWith};
 
-use super::SourceError;
 use super::fences::without_hashbang;
 use super::positions::line_col;
+use super::{SourceError, SourceErrorKind};
 
 /// Programs up to this many bytes are parsed on the caller's stack (at most
 /// [`STACK_PER_BYTE`] × 512 = 2 MiB of it, which every thread has).
@@ -46,7 +46,7 @@ pub(crate) fn with_parse_stack<R: Send>(
             .stack_size(stack)
             .spawn_scoped(scope, f)
             .map_err(|e| SourceError {
-                name: "LimitError",
+                kind: SourceErrorKind::Limit,
                 message: format!(
                     "the program ({len} bytes) is too large to parse: no stack of {} MiB for it ({e})",
                     stack >> 20
@@ -55,7 +55,7 @@ pub(crate) fn with_parse_stack<R: Send>(
                 column: None,
             })?;
         parser.join().map_err(|_| SourceError {
-            name: "InternalError",
+            kind: SourceErrorKind::Internal,
             message: "the parser failed on this program".into(),
             line: None,
             column: None,
@@ -67,7 +67,7 @@ pub(crate) fn with_parse_stack<R: Send>(
 pub(super) fn position_error(text: &str, offset: usize, message: String) -> SourceError {
     let (line, col) = line_col(text, offset.min(text.len()));
     SourceError {
-        name: "SyntaxError",
+        kind: SourceErrorKind::Syntax,
         message,
         line: Some(line + 1),
         column: Some(col + 1),
@@ -216,7 +216,7 @@ mod tests {
         );
         // `await` as a name stays an error.
         let e = prepare("const await = 1;").unwrap_err();
-        assert_eq!(e.name, "SyntaxError");
+        assert_eq!(e.kind.name(), "SyntaxError");
         assert_eq!((e.line, e.column), (Some(1), Some(7)));
     }
 
@@ -232,7 +232,7 @@ mod tests {
     fn decorators_are_refused_where_they_are() {
         let e = prepare("const a = 1;\n@dec class C {}\nreturn 1").unwrap_err();
         assert_eq!(
-            (e.name, e.message.as_str(), e.line, e.column),
+            (e.kind.name(), e.message.as_str(), e.line, e.column),
             (
                 "SyntaxError",
                 "decorators (`@…`) are not supported: the engine has none",

@@ -10,8 +10,8 @@ use swc_common::sync::Lrc;
 use swc_common::{GLOBALS, Globals, SourceMap, Span};
 use swc_ecma_parser::{Syntax, TsSyntax};
 
-use super::SourceError;
 use super::parse::ts_syntax;
+use super::{SourceError, SourceErrorKind};
 
 /// A diagnostic's message and primary span.
 type Diagnostic = (String, Option<Span>);
@@ -77,7 +77,7 @@ pub(super) fn strip_types(code: String) -> Result<String, SourceError> {
             let diags = diagnostics.0.lock().unwrap_or_else(PoisonError::into_inner);
             let Some((message, span)) = diags.first().cloned() else {
                 return Err(SourceError {
-                    name: "SyntaxError",
+                    kind: SourceErrorKind::Syntax,
                     message: err.message,
                     line: None,
                     column: None,
@@ -88,14 +88,14 @@ pub(super) fn strip_types(code: String) -> Result<String, SourceError> {
                 Some(span) if !span.is_dummy() => {
                     let loc = cm.lookup_char_pos(span.lo);
                     Err(SourceError {
-                        name: "SyntaxError",
+                        kind: SourceErrorKind::Syntax,
                         message,
                         line: Some(loc.line as u32),
                         column: Some(loc.col_display as u32 + 1),
                     })
                 }
                 _ => Err(SourceError {
-                    name: "SyntaxError",
+                    kind: SourceErrorKind::Syntax,
                     message,
                     line: None,
                     column: None,

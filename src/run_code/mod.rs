@@ -197,7 +197,8 @@ pub fn run_code_output_schema() -> ValueSchema {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use codemode::{Registry, run_code_tool, RunCodeConfig};
+/// use codemode::Registry;
+/// use codemode::run_code::{RunCodeConfig, run_code_tool};
 /// let registry = Registry::new();
 /// registry.register(run_code_tool(RunCodeConfig::default())).unwrap().forget();
 /// let outcome = registry.call("run_code", serde_json::json!({"code": "return 6 * 7"})).await;

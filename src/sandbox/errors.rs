@@ -8,23 +8,22 @@ use super::Limits;
 use super::convert::describe_thrown;
 use super::flags::StopReason;
 use super::report::{ProgramError, ProgramErrorKind};
-use crate::program::{AwaitSite, Program, SourceError};
+use crate::program::{AwaitSite, Program, SourceError, SourceErrorKind};
 
 /// The file name program code runs under (it appears in stack traces).
 pub(super) const PROGRAM_FILE: &str = "program.js";
 
 /// The error of a program text that cannot run.
 pub(super) fn from_source(e: SourceError) -> ProgramError {
-    // Program text knows nothing of the sandbox: its errors carry their name only.
-    let kind = match e.name {
-        "SyntaxError" => ProgramErrorKind::Syntax,
-        "LimitError" => ProgramErrorKind::Limit,
-        "ProgramError" => ProgramErrorKind::Unrunnable,
-        _ => ProgramErrorKind::Internal,
+    let kind = match e.kind {
+        SourceErrorKind::Syntax => ProgramErrorKind::Syntax,
+        SourceErrorKind::Limit => ProgramErrorKind::Limit,
+        SourceErrorKind::Unrunnable => ProgramErrorKind::Unrunnable,
+        SourceErrorKind::Internal => ProgramErrorKind::Internal,
     };
     ProgramError {
         kind,
-        name: e.name.to_owned(),
+        name: e.kind.name().to_owned(),
         message: e.message,
         line: e.line,
         column: e.column,
@@ -228,14 +227,30 @@ mod tests {
 
     #[test]
     fn source_errors_keep_their_name_and_get_a_kind() {
-        for (name, kind) in [
-            ("SyntaxError", ProgramErrorKind::Syntax),
-            ("LimitError", ProgramErrorKind::Limit),
-            ("ProgramError", ProgramErrorKind::Unrunnable),
-            ("InternalError", ProgramErrorKind::Internal),
+        for (source, name, kind) in [
+            (
+                SourceErrorKind::Syntax,
+                "SyntaxError",
+                ProgramErrorKind::Syntax,
+            ),
+            (
+                SourceErrorKind::Limit,
+                "LimitError",
+                ProgramErrorKind::Limit,
+            ),
+            (
+                SourceErrorKind::Unrunnable,
+                "ProgramError",
+                ProgramErrorKind::Unrunnable,
+            ),
+            (
+                SourceErrorKind::Internal,
+                "InternalError",
+                ProgramErrorKind::Internal,
+            ),
         ] {
             let e = from_source(SourceError {
-                name,
+                kind: source,
                 message: "m".into(),
                 line: Some(1),
                 column: None,
