@@ -1,4 +1,4 @@
-//! Issue 6's figures: capping a 10 MB result and a 100 000-line log to the default 20 000
+//! Output-cap figures: capping a 10 MB result and a 100 000-line log to the default 20 000
 //! characters, with and without writing the spill file. Goal: under 20 ms each.
 //!
 //! `cargo bench --bench cap`

@@ -1,4 +1,4 @@
-//! Issue 7's figures: declarations for 1 000 tools with realistic schemas (goal ≤ 20 ms),
+//! Declaration figures: declarations for 1 000 tools with realistic schemas (goal ≤ 20 ms),
 //! and the size of the declarations the model reads for server-everything's tools, ours
 //! (compact layout) beside those of `@cloudflare/codemode` 0.5.6's generator, produced in
 //! the same run (goal: ours at least 20 % smaller).

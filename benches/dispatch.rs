@@ -1,4 +1,4 @@
-//! Pipeline overhead (issue 4): a no-op tool called directly, with no hooks and with one
+//! Pipeline overhead: a no-op tool called directly, with no hooks and with one
 //! hook of each stage (pre_execute, guard, around, post_execute, observer), measured in one
 //! run as a pair.
 //!

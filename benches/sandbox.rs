@@ -1,4 +1,4 @@
-//! Issue 5's figures, each beside its raw rquickjs baseline in the same run:
+//! Sandbox figures, each beside its raw rquickjs baseline in the same run:
 //!
 //! - sequential `await tools.noop({})` through the full pipeline vs an awaited raw rquickjs
 //!   async host function;

@@ -1,4 +1,4 @@
-//! Issue 3's figures: validation against the `jsonschema` crate, and the sandbox's direct
+//! Schema figures: validation against the `jsonschema` crate, and the sandbox's direct
 //! value conversion against a `JSON.stringify` round trip.
 //!
 //! `cargo bench --bench schema`
