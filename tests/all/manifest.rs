@@ -215,18 +215,27 @@ fn a_flood_is_stopped_at_the_limit_and_an_escaped_child_does_not_hold_the_call()
 
 #[test]
 fn promise_all_runs_the_commands_at_the_same_time() {
-    let program =
-        "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({ ms: 300 })));
-        return Math.max(...runs.map((r) => r.start)) < Math.min(...runs.map((r) => r.end));";
-    let (code, v) = run(program, &[]);
+    // Each call waits until the others it should run with have started (`meet`), so the
+    // calls overlap however slowly a loaded machine starts Python; calls that ran one
+    // after another would not.
+    let meet = tempfile::tempdir().unwrap();
+    let program = format!(
+        "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({{ ms: 300, meet: {:?}, of: 4 }})));
+        return Math.max(...runs.map((r) => r.start)) < Math.min(...runs.map((r) => r.end));",
+        meet.path()
+    );
+    let (code, v) = run(&program, &[]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["result"], true, "the four calls overlapped in time");
 
     // Bounded by `--max-in-flight`: never more than two processes at once.
-    let program =
-        "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({ ms: 300 })));
-        return runs.map((r) => runs.filter((o) => o.start <= r.start && r.start < o.end).length);";
-    let (code, v) = run_with(program, &[], &["--max-in-flight", "2"]);
+    let meet = tempfile::tempdir().unwrap();
+    let program = format!(
+        "const runs = await Promise.all([1, 2, 3, 4].map(() => tools.timing({{ ms: 300, meet: {:?}, of: 2 }})));
+        return runs.map((r) => runs.filter((o) => o.start <= r.start && r.start < o.end).length);",
+        meet.path()
+    );
+    let (code, v) = run_with(&program, &[], &["--max-in-flight", "2"]);
     assert_eq!(code, 0, "{v:#}");
     let overlaps: Vec<u64> = v["result"]
         .as_array()
