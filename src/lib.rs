@@ -89,7 +89,8 @@ pub mod hooks {
     //! | 7 | [`Registry::post_execute`](crate::Registry::post_execute) | `exec`, [`PostOutcome`] | changes to the outcome |
     //! | 8 | [`Registry::observe`](crate::Registry::observe) | `exec`, [`Outcome`](crate::Outcome) | nothing: it only sees |
     //!
-    //! Each registration returns a [`HookHandle`]; dropping it removes the hook.
+    //! Each registration but the approver's returns a [`HookHandle`]; dropping it removes
+    //! the hook. The approver is replaced by the next `set_approver`.
     pub use crate::dispatch::{
         Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
         MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Retry, ToolMetrics,

@@ -148,26 +148,21 @@ impl Next {
 }
 
 /// Stages 4 and 5: the call through the registered wrappers, outermost first, down to
-/// `execute`; straight to `execute` when there are none.
+/// `execute` (the pipeline calls `execute` directly when there are none).
 pub(crate) async fn run(
     hooks: &HookSet,
     tool: &Tool,
     arguments: &Arguments,
     exec: &Exec,
 ) -> Result<Value, ToolError> {
-    let result = if hooks.chain.is_empty() {
-        execute(tool, arguments, exec.clone()).await
-    } else {
-        let next = Next {
-            layers: hooks.chain.clone(),
-            index: 0,
-            tool: tool.clone(),
-            args: arguments.clone(),
-        };
-        // `Next::run` boxes: the rare path keeps its state out of every call's future.
-        next.run(exec.clone()).await
+    let next = Next {
+        layers: hooks.chain.clone(),
+        index: 0,
+        tool: tool.clone(),
+        args: arguments.clone(),
     };
-    cancelled_if_signalled(exec, result)
+    // `Next::run` boxes: the wrappers' state stays out of every call's future.
+    cancelled_if_signalled(exec, next.run(exec.clone()).await)
 }
 
 /// A ready-made wrapper that bounds each call it wraps: after `after`, the inner layers'

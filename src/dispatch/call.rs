@@ -80,7 +80,7 @@ impl fmt::Display for CallToken {
 /// The execution context a tool receives: the call's identity, its cancellation signal and
 /// its agent. Immutable: nothing in the pipeline can change a field of a call in flight; an
 /// around-wrapper that imposes a deadline passes a *new* `Exec` with a child signal inward
-/// ([`Exec::with_signal`]), so the outer one is untouched.
+/// ([`Exec::with_child_signal`]), so the outer one is untouched.
 #[derive(Clone)]
 pub struct Exec {
     pub(crate) inner: Arc<ExecInner>,

@@ -1,7 +1,8 @@
 //! Stage 6: the output is snapshotted as lossless JSON (nesting within [`MAX_DEPTH`]),
-//! checked against the tool's output schema, then rendered for the model and projected
-//! into its presentation meta. Nested calls from a `run_code` program skip rendering and
-//! the projection: the program receives the value itself.
+//! checked against the tool's output schema, then rendered for the model; after stage 7,
+//! the final value is projected into the tool's presentation meta. Nested calls from a
+//! `run_code` program skip rendering and the projection: the program receives the value
+//! itself.
 //!
 //! A panicking renderer or projector becomes an error outcome (kind
 //! [`ErrorKind::Panicked`]) whose content is the error's message.

@@ -7,13 +7,15 @@
 //! 4. `around.rs`: wrappers, in onion order, around
 //! 5. `execute.rs`: the tool's `execute`, with the call's signal, its panics contained;
 //! 6. `output.rs`: the output checked as lossless JSON and against its schema, then
-//!    rendered and projected into presentation meta (not for nested calls);
-//! 7. `post_execute.rs`: listeners replace content or value, block, attach context;
+//!    rendered (not for nested calls);
+//! 7. `post_execute.rs`: listeners replace content or value, block, attach context; then
+//!    `output.rs` projects the presentation meta from the final value (not for nested
+//!    calls);
 //! 8. `observe.rs`: observers see the immutable outcome.
 //!
 //! Every failure on the way (an `Err`, a panic in `execute`, a hook or a renderer, an
-//! invalid output, a denial) becomes an error outcome before stage 7, and nothing after
-//! stage 8 can change the outcome. A direct call and a nested call from a `run_code`
+//! invalid output, a denial) becomes an error outcome before stage 7 (a panicking
+//! projector, after it), and nothing after stage 8 can change the outcome. A direct call and a nested call from a `run_code`
 //! program go through the same stages; a nested call only skips rendering.
 
 use std::time::Instant;
@@ -25,7 +27,7 @@ use super::hooks::HookSet;
 use super::outcome::Outcome;
 use super::registry::{Registry, Request, unknown_tool_message};
 use super::tool::{ErrorKind, Tool, ToolError};
-use super::{around, guard, observe, output, post_execute, pre_execute, validate};
+use super::{around, execute, guard, observe, output, post_execute, pre_execute, validate};
 
 /// Dispatches one call through every stage.
 pub(crate) async fn run(registry: Registry, request: Request) -> Outcome {
@@ -68,9 +70,18 @@ async fn checked_value(
         return Err(ToolError::cancelled());
     }
     validate::validate_arguments(tool, arguments)?;
-    pre_execute::decide(hooks, exec).await?;
-    guard::check(hooks, exec)?;
-    let value = around::run(hooks, tool, arguments, exec).await?;
+    // A stage with no hooks costs nothing: most calls meet no listener and no wrapper.
+    if !hooks.pre.is_empty() {
+        pre_execute::decide(hooks, exec).await?;
+    }
+    if !hooks.guards.is_empty() {
+        guard::check(hooks, exec)?;
+    }
+    let value = if hooks.chain.is_empty() {
+        execute::cancelled_if_signalled(exec, execute::execute(tool, arguments, exec.clone()).await)
+    } else {
+        around::run(hooks, tool, arguments, exec).await
+    }?;
     output::check_output(tool, &value)?;
     Ok(value)
 }

@@ -40,7 +40,7 @@ pub(super) struct Bridge<'js> {
     /// `failed` and `toolError` of the prelude (see [`Internals`]).
     failed: Function<'js>,
     tool_error: Function<'js>,
-    /// The program's `() => lastAwait` (see the await mark in `source.rs`), once
+    /// The program's `() => lastAwait` (see the await mark in `src/program/wrapper.rs`), once
     /// evaluated.
     pub(super) last_await: RefCell<Option<Function<'js>>>,
     /// The promises of calls in flight or queued, by call id.

@@ -253,10 +253,10 @@ impl ParameterSchema {
     ///
     /// # Errors
     /// A [`ValidationReport`] listing every violation (up to [`MAX_VIOLATIONS`]).
-    pub fn validate(&self, args: &Value) -> Result<(), ValidationReport> {
+    pub fn validate(&self, arguments: &Value) -> Result<(), ValidationReport> {
         let mut v = Validator::new(&self.defs);
         let root = PathSeg::Root("args");
-        match args {
+        match arguments {
             Value::Object(map) => {
                 v.check_object(
                     &self.root.properties,
@@ -267,7 +267,7 @@ impl ParameterSchema {
                 );
                 v.check_property_count(map.len(), &self.root, &root);
                 for n in &self.also {
-                    v.check(n, args, &root, 1);
+                    v.check(n, arguments, &root, 1);
                 }
             }
             other => {
