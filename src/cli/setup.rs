@@ -28,7 +28,7 @@ pub(crate) struct Tools {
 }
 
 impl ToolOptions {
-    pub(crate) fn load(&self) -> Result<Tools, SetupError> {
+    pub(crate) async fn load(&self) -> Result<Tools, SetupError> {
         let registry = Registry::new();
         let files = FileTools::new(&self.root)
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;

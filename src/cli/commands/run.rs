@@ -101,7 +101,7 @@ pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
 impl RunCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let code = read_program(&self.program)?;
-        let tools = self.tools.load()?;
+        let tools = self.tools.load().await?;
         let limits = Limits::default()
             .timeout(Duration::from_millis(self.timeout))
             .memory(self.memory)

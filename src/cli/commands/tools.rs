@@ -18,7 +18,7 @@ pub(crate) struct ToolsCommand {
 
 impl ToolsCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
-        let tools = self.tools.load()?;
+        let tools = self.tools.load().await?;
         if self.json {
             let schemas = tools.registry.schemas();
             crate::cli::out(&format!(
