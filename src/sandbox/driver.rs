@@ -89,7 +89,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
         Err(e) => return fail(errors::from_source(e)),
     };
     let deadline = started + request.limits.timeout;
-    let flags = Arc::new(RunFlags::new(deadline));
+    let flags = Arc::new(RunFlags::new(deadline).cancelled_by(request.signal.clone()));
     let _watch = watchdog::watch(&flags, deadline);
     let engine = match Engine::start(&request.limits, &flags).await {
         Ok(engine) => engine,

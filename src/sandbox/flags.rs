@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
+use tokio_util::sync::CancellationToken;
+
 /// The reason a run was stopped from outside the program. The first reason wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum StopReason {
@@ -20,6 +22,9 @@ pub(crate) enum StopReason {
 pub(crate) struct RunFlags {
     deadline: Instant,
     stop: AtomicU8,
+    /// The `run_code` call's signal, read by the interrupt handler: a program in a CPU
+    /// loop never yields to the event loop, which is where the signal is awaited.
+    signal: Option<CancellationToken>,
 }
 
 impl RunFlags {
@@ -27,7 +32,15 @@ impl RunFlags {
         RunFlags {
             deadline,
             stop: AtomicU8::new(0),
+            signal: None,
         }
+    }
+
+    /// Also stops the run (as cancelled) once `signal` is cancelled, at the interrupt
+    /// handler's next check.
+    pub(crate) fn cancelled_by(mut self, signal: CancellationToken) -> Self {
+        self.signal = Some(signal);
+        self
     }
 
     pub(crate) fn deadline(&self) -> Instant {
@@ -65,6 +78,14 @@ impl RunFlags {
     /// The interrupt handler: true stops the engine with an uncatchable exception.
     pub(crate) fn should_interrupt(&self) -> bool {
         if self.stop.load(Ordering::Relaxed) != 0 {
+            return true;
+        }
+        if self
+            .signal
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            self.cancel();
             return true;
         }
         if Instant::now() >= self.deadline {
