@@ -8,7 +8,7 @@
 //! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
 //!  "error"?: {"name", "message", "line"?, "column"?},
 //!  "calls": [{"tool", "status", "ms", "count"?}],
-//!  "spill"?: {"path", "bytes", "read_file_path"?} | {"error"}}
+//!  "spill"?: {"path", "bytes", "read_file_path"?, "id"?, "read_tool"?} | {"error"}}
 //! ```
 //!
 //! The value is the capped one: `result`, `logs` and `error` hold what the model sees, at
@@ -164,6 +164,14 @@ pub fn run_code_output_schema() -> ValueSchema {
             "read_file_path",
             Node::string()
                 .describe("Its path for the built-in read_file tool, when it can read it."),
+        ),
+        (
+            "id",
+            Node::string().describe("Its id for the tool named by read_tool."),
+        ),
+        (
+            "read_tool",
+            Node::string().describe("A tool that reads it back in pages: {\"id\": id}."),
         ),
         (
             "error",
@@ -397,11 +405,16 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
         }),
     };
     let spill_info = match spilled {
-        Ok(s) => SpillInfo::Saved {
-            path: s.path.to_string_lossy().into_owned(),
-            bytes: s.bytes,
-            read_file_path: s.read_file_path,
-        },
+        Ok(s) => {
+            let (id, read_tool) = s.read_tool.unzip();
+            SpillInfo::Saved {
+                path: s.path.to_string_lossy().into_owned(),
+                bytes: s.bytes,
+                read_file_path: s.read_file_path,
+                id,
+                read_tool,
+            }
+        }
         Err(error) => SpillInfo::Failed { error },
     };
     let notice = spill_info.notice();

@@ -5,7 +5,7 @@
 //! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
 //!  "error"?: {"name", "message", "line"?, "column"?},
 //!  "calls": [{"tool", "status", "ms", "count"?}],
-//!  "spill"?: {"path", "bytes", "read_file_path"?} | {"error"}}
+//!  "spill"?: {"path", "bytes", "read_file_path"?, "id"?, "read_tool"?} | {"error"}}
 //! ```
 //!
 //! The fields are declared in the JSON's key order; absent members are `None` and skipped.
@@ -90,6 +90,13 @@ pub enum SpillInfo {
         /// Its path for the built-in `read_file` tool, when it can read it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         read_file_path: Option<String>,
+        /// Its id for `read_tool` (its file name), when the spill folder has a read tool
+        /// ([`SpillConfig::read_tool`](super::SpillConfig::read_tool)).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool that reads it back in pages, given `{"id": id}`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_tool: Option<String>,
     },
     /// Why it could not be written.
     Failed {
@@ -176,9 +183,19 @@ impl SpillInfo {
     pub(crate) fn notice(&self) -> String {
         match self {
             SpillInfo::Saved {
+                bytes,
+                id: Some(id),
+                read_tool: Some(tool),
+                ..
+            } => format!(
+                "[output cut to fit; all of it ({bytes} bytes) is saved: read it in pages with {tool} {{\"id\": {}}}.]",
+                Value::String(id.clone())
+            ),
+            SpillInfo::Saved {
                 path,
                 bytes,
                 read_file_path: Some(rel),
+                ..
             } => format!(
                 "[output cut to fit; all of it ({bytes} bytes) is in {path}: read it with read_file {{\"path\": {}, \"offset\": 1, \"limit\": 200}}.]",
                 Value::String(rel.clone())
@@ -187,6 +204,7 @@ impl SpillInfo {
                 path,
                 bytes,
                 read_file_path: None,
+                ..
             } => format!("[output cut to fit; all of it ({bytes} bytes) is in {path}.]"),
             SpillInfo::Failed { error } => {
                 format!("[output cut to fit; the full output could not be saved: {error}.]")

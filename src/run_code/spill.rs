@@ -22,7 +22,7 @@ use crate::sandbox::{LogLevel, LogSink, ProgramError};
 /// Where spill files go and how many are kept.
 ///
 /// Defaults ([`SpillConfig::default`]): folder `<system temp dir>/codemode/spill`, at most
-/// 100 files and 512 MiB in it, no `read_file` root. The CLI uses `<root>/.codemode/spill`
+/// 100 files and 512 MiB in it, no `read_file` root, no `read_tool`. The CLI uses `<root>/.codemode/spill`
 /// with `read_root` = the root, so the model can read spills back with the built-in
 /// `read_file`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +38,12 @@ pub struct SpillConfig {
     /// The root of the built-in file tools, when the model has them: a spill file under it
     /// is named by its path relative to it, ready for `read_file`.
     pub read_root: Option<PathBuf>,
+    /// The name of a tool that reads this folder's spill files back by id (a spill's id is
+    /// its file name), for hosts whose model cannot open files: the MCP server's
+    /// `read_spill`. When set, a saved spill's value carries `id` and `read_tool`, and the
+    /// notice names the tool instead of the path. The tool takes `{"id": string}` and
+    /// pages on from there; `run_code` only names it.
+    pub read_tool: Option<String>,
 }
 
 impl Default for SpillConfig {
@@ -47,6 +53,7 @@ impl Default for SpillConfig {
             max_files: 100,
             max_bytes: 512 << 20,
             read_root: None,
+            read_tool: None,
         }
     }
 }
@@ -77,6 +84,12 @@ impl SpillConfig {
         self
     }
 
+    /// Sets the tool that reads spills back by id (see [`SpillConfig::read_tool`]).
+    pub fn read_tool(mut self, name: impl Into<String>) -> Self {
+        self.read_tool = Some(name.into());
+        self
+    }
+
     /// Sets the retention: most files and most bytes kept in the folder.
     pub fn retention(mut self, max_files: usize, max_bytes: u64) -> Self {
         self.max_files = max_files;
@@ -94,6 +107,8 @@ pub(crate) struct Spilled {
     pub(crate) bytes: u64,
     /// Its path relative to the `read_file` root, when it lies under it.
     pub(crate) read_file_path: Option<String>,
+    /// Its id (file name) and the tool that reads it, when the folder has a `read_tool`.
+    pub(crate) read_tool: Option<(String, String)>,
 }
 
 /// The spill file of one run while it is written: opened on the first line.
@@ -224,10 +239,15 @@ impl SpillWriter {
             .read_root
             .as_deref()
             .and_then(|root| relative_under(root, &path));
+        let read_tool = self.config.read_tool.as_ref().and_then(|tool| {
+            let id = path.file_name()?.to_str()?.to_owned();
+            Some((id, tool.clone()))
+        });
         Ok(Spilled {
             path,
             bytes,
             read_file_path,
+            read_tool,
         })
     }
 
