@@ -4,6 +4,7 @@
 //! in the output), 2 for a usage or set-up error.
 
 mod commands;
+mod limits;
 mod setup;
 
 use std::process::ExitCode;
