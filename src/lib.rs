@@ -46,6 +46,7 @@
 //! - [`check`]: the static check of a program (`codemode check`).
 //! - [`declarations`]: the TypeScript declarations of the tools a program sees.
 //! - [`manifest`]: command-backed tools from a JSON manifest.
+//! - [`mcp`]: MCP; [`mcp::server`] serves `run_code` to MCP clients (`codemode mcp`).
 //! - [`prelude`]: the names most hosts need, in one `use`.
 //!
 //! `ARCHITECTURE.md` in the repository walks one call through the files and defines the
@@ -61,6 +62,7 @@ pub mod check;
 pub mod declarations;
 mod dispatch;
 pub mod manifest;
+pub mod mcp;
 mod program;
 pub mod run_code;
 mod sandbox;

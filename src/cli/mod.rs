@@ -30,6 +30,8 @@ enum Command {
     Types(commands::types::TypesCommand),
     /// List the tools a program sees, with their descriptions.
     Tools(commands::tools::ToolsCommand),
+    /// Serve run_code to an MCP client, over stdio or (--http) streamable HTTP.
+    Mcp(commands::mcp::McpCommand),
 }
 
 /// Writes `text` to standard output. A reader that went away (`codemode run … | head`)
@@ -57,6 +59,21 @@ pub(crate) fn out(text: &str) {
 #[error("{0}")]
 pub(crate) struct SetupError(pub(crate) String);
 
+/// The async runtime for `command`. One program runs on one thread (its engine and its
+/// nested calls on the task that polls it), so a command that runs one program needs one
+/// thread. `mcp` serves sessions and requests at once: a thread per core for the protocol
+/// (each call then runs on a thread of its own, see `codemode::mcp::server`).
+fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        Command::Mcp(_) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+}
+
 pub(crate) fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -65,10 +82,7 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("codemode: could not start the async runtime: {e}");
@@ -81,6 +95,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Check(c) => c.execute().await,
             Command::Types(c) => c.execute().await,
             Command::Tools(c) => c.execute().await,
+            Command::Mcp(c) => c.execute().await,
         }
     });
     // The output is printed: a file operation still blocked in the kernel (a cancelled

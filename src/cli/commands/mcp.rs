@@ -1,0 +1,141 @@
+//! `codemode mcp`: serve `run_code` over the tools of the options to an MCP client, over
+//! stdio (the default) or streamable HTTP (`--http`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+
+use clap::Args;
+use codemode::mcp::server::{HttpOptions, McpServer, McpServerConfig};
+use codemode::run_code::SpillConfig;
+
+use crate::cli::SetupError;
+use crate::cli::limits::RunLimits;
+use crate::cli::setup::ToolOptions;
+
+#[derive(Debug, Args)]
+pub(crate) struct McpCommand {
+    #[command(flatten)]
+    tools: ToolOptions,
+    #[command(flatten)]
+    limits: RunLimits,
+    /// Offer every tool directly as well, besides run_code and read_spill.
+    #[arg(long)]
+    expose_tools: bool,
+    /// Serve over streamable HTTP at http://ADDR/mcp instead of stdio. ADDR is a port
+    /// (bound to 127.0.0.1; `0` picks a free one) or an IP address with a port
+    /// (`127.0.0.1:8931`, `[::1]:8931`; `0.0.0.0:8931` listens on every interface). The
+    /// URL is printed on stderr.
+    #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
+    http: Option<SocketAddr>,
+    /// With --http: a Host header value to accept besides the loopback ones (`name` or
+    /// `name:port`), for clients that reach the server by another name.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// With --http: a browser Origin to accept besides the server's own loopback ones
+    /// (`https://app.example.com:443`, `:*` for any port).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+}
+
+/// Parses `8931` (on 127.0.0.1), `localhost:8931`, or an IP address with a port.
+fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Some(port) = text.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    text.parse::<SocketAddr>().map_err(|_| {
+        format!(
+            "{text:?} is not an address: expected a port (8931) or an IP address with a port (127.0.0.1:8931)"
+        )
+    })
+}
+
+impl McpCommand {
+    pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
+        let tools = self.tools.load().await?;
+        let config = McpServerConfig::default()
+            .run_code(
+                self.limits
+                    .run_code_config()
+                    .spill(Some(SpillConfig::default())),
+            )
+            .expose_tools(self.expose_tools);
+        let server = McpServer::new(tools.registry.clone(), config)
+            .map_err(|e| SetupError(e.to_string()))?;
+        let served = match self.http {
+            None => server.serve_stdio().await,
+            Some(addr) => {
+                let mut options = HttpOptions::default();
+                options.allowed_hosts = self.allow_hosts;
+                options.allowed_origins = self.allow_origins;
+                let http = server
+                    .bind_http(addr, options)
+                    .await
+                    .map_err(|e| SetupError(e.to_string()))?;
+                eprintln!("codemode mcp: listening on {}", http.url());
+                http.serve_until(shutdown_signal()).await
+            }
+        };
+        drop(server);
+        drop(tools);
+        match served {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) => {
+                eprintln!("codemode: {e}");
+                Ok(ExitCode::from(1))
+            }
+        }
+    }
+}
+
+/// Completes on Ctrl-C or (on Unix) SIGTERM, so the server ends its sessions and removes
+/// its spill folder before the process exits.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_http_addr;
+
+    #[test]
+    fn a_bare_port_binds_loopback() {
+        assert_eq!(
+            parse_http_addr("8931").unwrap().to_string(),
+            "127.0.0.1:8931"
+        );
+        assert_eq!(parse_http_addr("0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(
+            parse_http_addr("localhost:8931").unwrap().to_string(),
+            "127.0.0.1:8931"
+        );
+        assert_eq!(parse_http_addr("[::1]:80").unwrap().to_string(), "[::1]:80");
+        assert_eq!(
+            parse_http_addr("0.0.0.0:8931").unwrap().to_string(),
+            "0.0.0.0:8931"
+        );
+        assert!(parse_http_addr("example.com:80").is_err());
+    }
+}

@@ -1,0 +1,503 @@
+//! An MCP server for a [`Registry`]: `run_code` (whose description declares every tool a
+//! program can call), `read_spill` (the full output of a cut run, in pages), and with
+//! [`McpServerConfig::expose_tools`] every visible tool directly. `codemode mcp` is this
+//! server over the command line's tools.
+//!
+//! ```no_run
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! use codemode::mcp::server::{McpServer, McpServerConfig};
+//! use codemode::{FileTools, Registry};
+//!
+//! let registry = Registry::new();
+//! let _files = FileTools::new(std::path::Path::new("."))?.register(&registry)?;
+//! let server = McpServer::new(registry, McpServerConfig::default())?;
+//! server.serve_stdio().await?; // until the client closes standard input
+//! # Ok(()) }
+//! ```
+//!
+//! # What a client sees
+//!
+//! - `tools/list`: `run_code` with its parameters (`{"code", "timeout_ms"?}`) and
+//!   [`run_code_output_schema`](crate::run_code::run_code_output_schema) as `outputSchema`; `read_spill`; with `expose_tools`, each
+//!   tool of [`Registry::schemas`] with its `inputSchema` and, when its output is a JSON
+//!   object, its `outputSchema` (MCP's `outputSchema` describes objects only before
+//!   protocol revision 2026-07-28).
+//! - `tools/call` of `run_code`: the text content is the run's capped model-facing text
+//!   ([`render_text`](crate::run_code::render_text)), `structuredContent` the canonical value, and `isError` is true
+//!   when the program did not end ok. A call the pipeline refuses (arguments that fail the
+//!   schema, a denial) is an `isError` result whose text is the reason; so is a call of a
+//!   direct tool that fails. Only a name the server does not offer is a JSON-RPC error
+//!   (`-32602`, invalid params, naming the tools offered).
+//! - Each call is dispatched through [`Registry::dispatch`] with the MCP request's
+//!   cancellation (`notifications/cancelled`, or the session ending) as its signal, and
+//!   the session's own [`Agent`]: context tools inject for the conversation comes after
+//!   the call's own content, one text block each.
+//! - Requests run concurrently. Each `tools/call` runs on a thread of its own, with a
+//!   current-thread Tokio runtime for the call and the nested calls its program makes (so
+//!   no thread hop per nested call), each `run_code` in its own engine: a program in a CPU
+//!   loop holds only its own thread, never the protocol or another call, and the system
+//!   spreads the calls over the cores. The protocol itself runs on the caller's runtime.
+//!
+//! # Sessions and spills
+//!
+//! A session is one stdio connection, or one `Mcp-Session-Id` over HTTP. The server
+//! speaks the MCP revisions that have sessions (2024-11-05 to 2025-11-25): a spill
+//! belongs to the session whose run wrote it, and `read_spill` reads only the spills of
+//! the session asking. Spill files go to a private folder the server creates (see
+//! [`McpServerConfig::run_code`]); a session's spills are removed when it ends, and the
+//! folder when the server is dropped. A spill's id is its file name, never a path: no
+//! other file can be read.
+
+mod http;
+mod spill;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use self::http::{HttpOptions, HttpServer};
+use self::spill::{SessionSpills, SpillFolder};
+use crate::run_code::{RUN_CODE, RunCodeConfig, run_code_tool};
+use crate::{Agent, Content, Outcome, RegisterError, Registry, Request, ToolHandle, Visibility};
+
+/// The name of the tool that reads spills back.
+pub const READ_SPILL: &str = "read_spill";
+
+/// How an [`McpServer`] serves.
+///
+/// Defaults ([`McpServerConfig::default`]): `run_code` [`RunCodeConfig::default`] (so
+/// spills on, under the system's temporary folder); `expose_tools` false; `page_bytes`
+/// `None` (pages of `run_code.output_cap` bytes).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct McpServerConfig {
+    /// How `run_code` runs programs: limits, output cap, calls listed, spills. With
+    /// `spill` `None` nothing is spilled (a cut preview says the full output was not
+    /// saved). Otherwise the server creates a private folder inside `spill.dir` (created
+    /// if missing) and writes spills there with `spill`'s retention, which the sessions
+    /// share; `read_root` and `read_tool` are the server's own (none, `read_spill`).
+    pub run_code: RunCodeConfig,
+    /// Whether every visible tool of the registry is offered directly too, besides
+    /// `run_code` and `read_spill`.
+    pub expose_tools: bool,
+    /// Most bytes one `read_spill` page holds; `None`: the output cap (characters take at
+    /// least a byte each, so a page never shows more than the cap). At least 16.
+    pub page_bytes: Option<usize>,
+}
+
+impl McpServerConfig {
+    /// Sets how `run_code` runs (see [`McpServerConfig::run_code`]).
+    pub fn run_code(mut self, config: RunCodeConfig) -> Self {
+        self.run_code = config;
+        self
+    }
+
+    /// Sets whether the registry's tools are offered directly too.
+    pub fn expose_tools(mut self, on: bool) -> Self {
+        self.expose_tools = on;
+        self
+    }
+
+    /// Sets the most bytes of a `read_spill` page.
+    pub fn page_bytes(mut self, bytes: usize) -> Self {
+        self.page_bytes = Some(bytes);
+        self
+    }
+}
+
+/// Why the server could not start or serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServerError {
+    /// The server's `run_code` could not be registered (the registry has one already).
+    #[error("the MCP server registers its own run_code: {0}")]
+    Register(#[from] RegisterError),
+    /// The private spill folder could not be created.
+    #[error("the spill folder could not be created in {dir}: {source}")]
+    SpillFolder {
+        /// The folder it was to be created in.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The HTTP address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The connection failed: the client's `initialize` never came, the transport broke.
+    #[error("serving MCP failed: {0}")]
+    Serve(String),
+}
+
+/// An MCP server over a [`Registry`]. Cheap to clone: clones share the registry, the
+/// spill folder and `run_code`.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+/// What every session of one server shares.
+struct Shared {
+    registry: Registry,
+    expose_tools: bool,
+    page_bytes: usize,
+    /// The private spill folder, `None` when spilling is off. Declared after the handle
+    /// so `run_code` is gone before the folder is removed.
+    _run_code: ToolHandle,
+    spills: Option<SpillFolder>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("registry", &self.shared.registry)
+            .field("expose_tools", &self.shared.expose_tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `registry`: registers `run_code` in it (for as long as the server
+    /// lives) and creates the private spill folder.
+    ///
+    /// # Errors
+    /// [`McpServerError::Register`] when the registry already has a tool named
+    /// `run_code`; [`McpServerError::SpillFolder`] when the spill folder cannot be made.
+    pub fn new(registry: Registry, config: McpServerConfig) -> Result<Self, McpServerError> {
+        let page_bytes = config
+            .page_bytes
+            .unwrap_or(config.run_code.output_cap)
+            .max(16);
+        let (spills, spill_config) = match &config.run_code.spill {
+            None => (None, None),
+            Some(spill) => {
+                let folder = SpillFolder::create(spill)?;
+                let spill_config = folder.spill_config(spill);
+                (Some(folder), Some(spill_config))
+            }
+        };
+        let run_code = registry.register(run_code_tool(config.run_code.spill(spill_config)))?;
+        Ok(McpServer {
+            shared: Arc::new(Shared {
+                registry,
+                expose_tools: config.expose_tools,
+                page_bytes,
+                _run_code: run_code,
+                spills,
+            }),
+        })
+    }
+
+    /// The registry the server calls.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// Serves one session over standard input and output (newline-delimited JSON-RPC),
+    /// until the client closes standard input. Nothing else may write to standard output
+    /// meanwhile.
+    ///
+    /// # Errors
+    /// [`McpServerError::Serve`] when the session cannot start (no `initialize`) or its
+    /// task fails.
+    pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one session over a byte stream pair (newline-delimited JSON-RPC), until
+    /// `reader` ends.
+    ///
+    /// # Errors
+    /// As [`McpServer::serve_stdio`].
+    pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> Result<(), McpServerError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .session()
+            .serve((reader, writer))
+            .await
+            .map_err(|e| McpServerError::Serve(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpServerError::Serve(e.to_string()))?;
+        Ok(())
+    }
+
+    /// A new session's handler.
+    fn session(&self) -> Session {
+        Session {
+            shared: self.shared.clone(),
+            agent: Agent::new(),
+            spills: SessionSpills::default(),
+        }
+    }
+}
+
+/// One session: the server's handler of one client connection.
+struct Session {
+    shared: Arc<Shared>,
+    /// The conversation this session's calls belong to.
+    agent: Agent,
+    /// The spills this session's runs wrote.
+    spills: SessionSpills,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.agent.dispose();
+        if let Some(folder) = &self.shared.spills {
+            self.spills.remove_all(folder);
+        }
+    }
+}
+
+/// The protocol revisions served: those with sessions (spills belong to a session).
+const MAX_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(MAX_PROTOCOL)
+            .with_instructions(
+                "Call run_code with a JavaScript or TypeScript program; inside it every tool is \
+                 `await tools.<name>(args)` (its description declares them). When a run's output \
+                 is cut, read the rest with read_spill.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&MAX_PROTOCOL))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    /// The tool named `name`, for the HTTP transport's checks of a call's headers against
+    /// its parameters (its description is the static one: no declarations are made).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        if name == READ_SPILL {
+            return Some(spill::tool(self.shared.page_bytes));
+        }
+        if !self.offers(name) {
+            return None;
+        }
+        let tool = self
+            .shared
+            .registry
+            .tools()
+            .into_iter()
+            .find(|t| t.name() == name)?;
+        Some(mcp_tool(tool.schema()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if name == READ_SPILL {
+            let result = spill::read(
+                self.shared.spills.as_ref(),
+                &self.spills,
+                self.shared.page_bytes,
+                &arguments,
+            )
+            .await;
+            return Ok(match result {
+                Ok(page) => page.into_result(),
+                Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            }
+            .into());
+        }
+        if !self.offers(name) {
+            return Err(ErrorData::invalid_params(self.unknown_tool(name), None));
+        }
+        let call = self
+            .shared
+            .registry
+            .dispatch(Request::new(name, arguments, context.ct.clone()).agent(self.agent.clone()));
+        let outcome = match on_own_thread(call).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let message = format!("the server could not start a thread for the call: {e}");
+                return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            }
+        };
+        if name == RUN_CODE
+            && let Some(id) = outcome
+                .value()
+                .and_then(|v| v.get("spill")?.get("id")?.as_str())
+        {
+            self.spills.record(id);
+        }
+        Ok(self.result(name, outcome).into())
+    }
+}
+
+impl Session {
+    /// Whether `name` is a tool this session offers through the registry.
+    fn offers(&self, name: &str) -> bool {
+        if name == RUN_CODE {
+            return true;
+        }
+        self.shared.expose_tools
+            && self
+                .shared
+                .registry
+                .tools()
+                .iter()
+                .any(|t| t.name() == name && t.visibility() != Visibility::Hidden)
+    }
+
+    /// The message for a call of a tool not offered.
+    fn unknown_tool(&self, name: &str) -> String {
+        let offered: Vec<String> = self.tools().into_iter().map(|t| t.name.into()).collect();
+        let inside = !self.shared.expose_tools
+            && self
+                .shared
+                .registry
+                .sandbox_tools()
+                .iter()
+                .any(|t| t.name() == name);
+        if inside {
+            format!(
+                "tool `{name}` is not offered directly; call it from a run_code program as `await tools[{}](args)` (the tools offered: {})",
+                Value::String(name.to_owned()),
+                offered.join(", ")
+            )
+        } else {
+            format!(
+                "unknown tool `{name}`; the tools offered: {}",
+                offered.join(", ")
+            )
+        }
+    }
+
+    /// The tools offered, as MCP lists them: `run_code`, `read_spill`, then (with
+    /// `expose_tools`) the registry's other visible tools.
+    fn tools(&self) -> Vec<rmcp::model::Tool> {
+        let registry = &self.shared.registry;
+        let mut tools = Vec::new();
+        if let Some(run_code) = registry.tools().into_iter().find(|t| t.name() == RUN_CODE) {
+            let mut schema = run_code.schema();
+            schema.description = run_code.description_in(registry);
+            tools.push(mcp_tool(schema));
+        }
+        tools.push(spill::tool(self.shared.page_bytes));
+        if self.shared.expose_tools {
+            tools.extend(
+                registry
+                    .schemas()
+                    .into_iter()
+                    .filter(|s| s.name != RUN_CODE && s.name != READ_SPILL)
+                    .map(mcp_tool),
+            );
+        }
+        tools
+    }
+
+    /// The MCP result of a dispatched call of `name`, with the session's pending
+    /// injections after its content.
+    fn result(&self, name: &str, outcome: Outcome) -> CallToolResult {
+        let mut content: Vec<ContentBlock> = outcome
+            .content()
+            .iter()
+            .chain(outcome.context())
+            .map(content_block)
+            .collect();
+        content.extend(
+            self.agent
+                .take_injections()
+                .into_iter()
+                .map(|i| content_block(&i.content)),
+        );
+        match outcome.into_result() {
+            Ok(value) => {
+                let failed = name == RUN_CODE && value.get("status") != Some(&Value::from("ok"));
+                let mut result = if failed {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                };
+                result.structured_content = Some(value);
+                result
+            }
+            Err(_) => CallToolResult::error(content),
+        }
+    }
+}
+
+/// Runs `call` to its end on a new thread with a current-thread runtime of its own, and
+/// waits for it there: a call that holds its thread (a program in a CPU loop until its
+/// timeout or cancellation) holds no thread of the caller's runtime.
+///
+/// # Errors
+/// When the thread or its runtime cannot be started.
+async fn on_own_thread<F>(call: F) -> std::io::Result<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (done, output) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("codemode-call".into())
+        .spawn(move || {
+            let _ = done.send(runtime.block_on(call));
+            // A file read still blocked in the kernel (a cancelled read of a file that
+            // never ends) must not keep the thread.
+            runtime.shutdown_background();
+        })?;
+    output
+        .await
+        .map_err(|_| std::io::Error::other("the call's thread ended without an answer"))
+}
+
+/// A tool's projection as MCP lists it. Its parameters schema is always an object; an
+/// output schema that is not one (`true`, any JSON) is left out.
+fn mcp_tool(schema: crate::ToolSchema) -> rmcp::model::Tool {
+    let input = match schema.input_schema {
+        Value::Object(o) => o,
+        _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
+    };
+    let tool = rmcp::model::Tool::new(schema.name, schema.description, Arc::new(input));
+    match schema.output_schema {
+        Value::Object(o) => tool.with_raw_output_schema(Arc::new(o)),
+        _ => tool,
+    }
+}
+
+/// One piece of content as an MCP content block.
+fn content_block(content: &Content) -> ContentBlock {
+    match content {
+        Content::Text { text } => ContentBlock::text(text.clone()),
+        Content::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+    }
+}
