@@ -280,6 +280,32 @@ async fn calls_in_flight_when_the_program_ends_are_cancelled_and_listed() {
     );
 }
 
+// Two threads: the run spins on one, the test cancels it from the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_run_code_stops_a_program_in_a_cpu_loop() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(120)));
+    let notify = started.clone();
+    h.add(test_tool("started").execute(move |_args, _exec: Exec| {
+        // Runs when the call starts (a call is polled once at once), so the program is
+        // about to enter its loop when the test hears of it.
+        notify.notify_one();
+        async { Ok(Value::Null) }
+    }));
+    let signal = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn(h.registry.dispatch(codemode::Request::new(
+        "run_code",
+        json!({"code": "tools.started({}); while (true) {}"}),
+        signal.clone(),
+    )));
+    started.notified().await;
+    signal.cancel();
+    let outcome = run.await.unwrap();
+    let v = outcome.value().unwrap();
+    // Stopped by the cancellation, not 120 s later by the timeout.
+    assert_eq!(v["error"]["name"], "CancelledError", "{v:#}");
+}
+
 #[tokio::test]
 async fn the_limits_on_source_input_and_output_bytes_hold() {
     let mut h = Harness::new(

@@ -1,0 +1,704 @@
+//! `codemode mcp`, driven by real MCP clients: rmcp's (stdio and streamable HTTP), the
+//! TypeScript SDK's (`tests/node/mcp-client.mjs`) and the official conformance suite.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, JsonObject,
+};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::{Value, json};
+
+use crate::support::node_modules;
+
+type Client = RunningService<RoleClient, ()>;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codemode");
+
+fn repo(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The test manifest's tools (`timing`, `sleep`, `echo`, …).
+fn manifest() -> String {
+    repo("tests/tools/manifest.json")
+}
+
+/// A client of `codemode mcp ARGS` over stdio.
+async fn stdio(args: &[&str]) -> Client {
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("mcp").args(args).stderr(Stdio::inherit());
+    ().serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap()
+}
+
+/// `codemode mcp ARGS --http 0`, running until dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(args: &[&str]) -> HttpServer {
+        let mut child = Command::new(BIN)
+            .arg("mcp")
+            .args(args)
+            .args(["--http", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(url) = line.strip_prefix("codemode mcp: listening on ") {
+                        break url.to_owned();
+                    }
+                    eprintln!("{line}");
+                }
+                _ => panic!("codemode mcp --http exited before listening"),
+            }
+        };
+        // Keep reading, so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(|l| eprintln!("{}", l.unwrap_or_default())));
+        HttpServer { child, url }
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap()
+    }
+
+    /// A new client (a new session).
+    async fn client(&self) -> Client {
+        ().serve(StreamableHttpClientTransport::from_uri(self.url.clone()))
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn object(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(object(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+async fn run(client: &Client, code: &str) -> CallToolResult {
+    call(client, "run_code", json!({ "code": code })).await
+}
+
+/// Every text content, joined by newlines.
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// Sends a `run_code` call and returns its handle, to cancel it or wait for it.
+async fn start(client: &Client, code: &str) -> rmcp::service::RequestHandle<RoleClient> {
+    let params =
+        CallToolRequestParams::new("run_code").with_arguments(object(json!({ "code": code })));
+    client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+    }
+}
+
+/// Waits (at most 30 s) until `check` holds; panics with `what` otherwise. Async: the
+/// clients' tasks run on the test's thread meanwhile.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The pid the manifest tool `sleep` writes to `pidfile`, once it is there.
+async fn pid_in(pidfile: &Path) -> u32 {
+    let mut pid = 0;
+    eventually("the sleep tool writes its pid", || {
+        pid = std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        pid != 0
+    })
+    .await;
+    pid
+}
+
+#[tokio::test]
+async fn run_code_is_listed_with_every_tool_s_declarations_and_read_spill() {
+    let client = stdio(&["--root", &repo("."), "--tools", &manifest()]).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["run_code", "read_spill"]);
+    let run_code = &tools[0];
+    let description = run_code.description.as_deref().unwrap();
+    // Built-in and manifest tools, declared for the program.
+    for declared in [
+        "interface ToolArgsMap",
+        "read_file: {",
+        "grep: {",
+        "timing: {",
+    ] {
+        assert!(
+            description.contains(declared),
+            "{declared} in {description}"
+        );
+    }
+    assert_eq!(
+        Value::Object((*run_code.input_schema).clone())["required"],
+        json!(["code"])
+    );
+    assert_eq!(
+        run_code
+            .output_schema
+            .as_deref()
+            .cloned()
+            .map(Value::Object),
+        Some(codemode::run_code::run_code_output_schema().to_json_schema())
+    );
+    let read_spill = &tools[1];
+    assert_eq!(
+        Value::Object((*read_spill.input_schema).clone())["required"],
+        json!(["id"])
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn run_code_answers_with_the_capped_text_and_the_canonical_value() {
+    let client = stdio(&["--root", &repo(".")]).await;
+    let r = run(
+        &client,
+        "console.warn('careful'); const f = await tools.read_file({path: 'Cargo.toml', limit: 1}); return f.content",
+    )
+    .await;
+    assert!(!is_error(&r));
+    assert_eq!(text(&r), "[warn] careful\nresult: \"[workspace]\\n\"");
+    let value = r.structured_content.unwrap();
+    assert_eq!(value["status"], "ok");
+    assert_eq!(value["result"], "[workspace]\n");
+    assert_eq!(value["logs"], json!([{"level": "warn", "text": "careful"}]));
+    assert_eq!(value["calls"][0]["tool"], "read_file");
+    assert_eq!(value["calls"][0]["status"], "ok");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn failures_are_results_the_model_reads_and_the_server_answers_on() {
+    let client = stdio(&["--root", &repo("."), "--memory", "8MiB"]).await;
+
+    // Arguments that fail run_code's schema: refused by the pipeline, as a result.
+    let r = call(&client, "run_code", json!({"code": 5})).await;
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "invalid arguments for run_code:\nargs.code: expected string, got number"
+    );
+    assert_eq!(r.structured_content, None);
+
+    // A program that throws, and one that allocates without bound.
+    let r = run(&client, "throw 'x'").await;
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "error: Error: the program threw \"x\" (a string, not an Error)"
+    );
+    assert_eq!(r.structured_content.unwrap()["status"], "error");
+    let r = run(
+        &client,
+        "const a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length)",
+    )
+    .await;
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "error: OutOfMemory: the program ran out of memory: it may hold at most 8388608 bytes"
+    );
+
+    // A name the server does not offer is a JSON-RPC error (invalid params).
+    for (name, message) in [
+        (
+            "nope",
+            "unknown tool `nope`; the tools offered: run_code, read_spill",
+        ),
+        (
+            "read_file",
+            "tool `read_file` is not offered directly; call it from a run_code program as `await tools[\"read_file\"](args)` (the tools offered: run_code, read_spill)",
+        ),
+    ] {
+        let e = client
+            .call_tool(CallToolRequestParams::new(name.to_owned()))
+            .await
+            .unwrap_err();
+        match e {
+            ServiceError::McpError(e) => {
+                assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+                assert_eq!(e.message, message);
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    // The server answers on.
+    let r = run(&client, "return 1 + 1").await;
+    assert_eq!(text(&r), "result: 2");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn expose_tools_offers_the_direct_tools_through_the_pipeline() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let server = HttpServer::start(&[
+        "--root",
+        root.path().to_str().unwrap(),
+        "--tools",
+        &manifest(),
+        "--expose-tools",
+    ]);
+    let client = server.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names[..6],
+        [
+            "run_code",
+            "read_spill",
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep"
+        ]
+    );
+    assert!(
+        names.contains(&"echo") && names.contains(&"timing"),
+        "{names:?}"
+    );
+    let read_file = tools.iter().find(|t| t.name == "read_file").unwrap();
+    assert_eq!(
+        Value::Object((*read_file.input_schema).clone())["required"],
+        json!(["path"])
+    );
+    assert!(read_file.output_schema.is_some());
+
+    let r = call(&client, "read_file", json!({"path": "a.txt", "offset": 2})).await;
+    assert!(!is_error(&r));
+    assert_eq!(
+        r.structured_content.unwrap(),
+        json!({"path": "a.txt", "content": "two\n", "start_line": 2, "end_line": 2, "total_lines": 2, "truncated": false})
+    );
+    let r = call(&client, "echo", json!({"text": "hi"})).await;
+    assert_eq!(r.structured_content.unwrap(), json!({"text": "hi"}));
+    let r = call(&client, "read_file", json!({})).await;
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "invalid arguments for read_file:\nargs.path: missing required property (expected string)"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_runs_are_in_flight_at_once() {
+    let client = stdio(&["--tools", &manifest()]).await;
+    // Each run's call waits (at most 30 s) until both have started: two runs that ran one
+    // after the other would not meet, and time out at 20 s instead.
+    let meet = tempfile::tempdir().unwrap();
+    let code = format!(
+        "const r = await tools.timing({{ms: 0, meet: {:?}, of: 2}}); return 'met'",
+        meet.path()
+    );
+    let args = json!({"code": code, "timeout_ms": 20_000});
+    let (a, b) = tokio::join!(
+        call(&client, "run_code", args.clone()),
+        call(&client, "run_code", args)
+    );
+    assert_eq!(text(&a), "result: \"met\"");
+    assert_eq!(text(&b), "result: \"met\"");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_in_a_cpu_loop_holds_up_no_other_and_is_cancelled() {
+    let client = stdio(&["--tools", &manifest(), "--timeout", "120000"]).await;
+    let meet = tempfile::tempdir().unwrap();
+    let meeting = format!(
+        "await tools.timing({{ms: 0, meet: {:?}, of: 2}});",
+        meet.path()
+    );
+    // A spins from the meeting on; B, once met, waits a little and answers. On one thread
+    // B would wait for A's 120 s timeout.
+    let a = start(&client, &format!("{meeting} while (true) {{}}")).await;
+    let b = tokio::time::timeout(
+        Duration::from_secs(60),
+        run(
+            &client,
+            &format!("{meeting} await new Promise((r) => setTimeout(r, 200)); return 'b'"),
+        ),
+    )
+    .await
+    .expect("a run answers while another spins");
+    assert_eq!(text(&b), "result: \"b\"");
+    let mut a = a;
+    assert!(
+        matches!(
+            a.rx.try_recv(),
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty)
+        ),
+        "A still runs"
+    );
+    a.cancel(Some("enough".into())).await.unwrap();
+    let r = run(&client, "return 'after'").await;
+    assert_eq!(text(&r), "result: \"after\"");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
+    let server = HttpServer::start(&["--tools", &manifest()]);
+    let client = server.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("sleep.pid");
+    let call = start(
+        &client,
+        &format!("await tools.sleep({{pidfile: {pidfile:?}}}); return 'not cancelled'"),
+    )
+    .await;
+    let pid = pid_in(&pidfile).await;
+    call.cancel(Some("the test cancels".into())).await.unwrap();
+    eventually("the sleep tool is killed", || !alive(pid)).await;
+    let r = run(&client, "return 'still here'").await;
+    assert_eq!(text(&r), "result: \"still here\"");
+    client.cancel().await.unwrap();
+}
+
+/// Reads a whole spill with `read_spill`, page by page; returns the pages' texts.
+async fn read_spill(client: &Client, id: &str) -> Vec<String> {
+    let mut pages = Vec::new();
+    let mut offset = 0;
+    loop {
+        let r = call(client, "read_spill", json!({"id": id, "offset": offset})).await;
+        assert!(!is_error(&r), "{}", text(&r));
+        let page = r.structured_content.unwrap();
+        assert_eq!(page["offset"], offset);
+        pages.push(page["text"].as_str().unwrap().to_owned());
+        match page.get("next_offset") {
+            Some(next) => offset = next.as_u64().unwrap(),
+            None => return pages,
+        }
+    }
+}
+
+#[tokio::test]
+async fn spills_are_read_back_in_pages_by_their_own_session_only() {
+    let server = HttpServer::start(&["--output-cap", "300"]);
+    let a = server.client().await;
+    let r = run(
+        &a,
+        "for (let i = 0; i < 100; i++) console.log('line ' + i); return 'done'",
+    )
+    .await;
+    let value = r.structured_content.clone().unwrap();
+    let spill = &value["spill"];
+    let id = spill["id"].as_str().unwrap().to_owned();
+    assert_eq!(spill["read_tool"], "read_spill");
+    assert!(
+        text(&r).ends_with(&format!(
+            "\n[output cut to fit; all of it ({} bytes) is saved: read it in pages with read_spill {{\"id\": \"{id}\"}}.]",
+            spill["bytes"]
+        )),
+        "{}",
+        text(&r)
+    );
+    let pages = read_spill(&a, &id).await;
+    let expected: String = (0..100)
+        .map(|i| format!("line {i}\n"))
+        .chain(["result: \"done\"\n".to_owned()])
+        .collect();
+    assert_eq!(pages.concat(), expected);
+    assert_eq!(spill["bytes"], expected.len());
+    // 805 bytes in pages of at most 300 (the output cap).
+    let sizes: Vec<usize> = pages.iter().map(String::len).collect();
+    assert_eq!(sizes, [300, 300, 205]);
+    // The text a model reads says where the next page starts.
+    let r = call(&a, "read_spill", json!({"id": id, "offset": 7, "limit": 7})).await;
+    assert_eq!(
+        text(&r),
+        format!(
+            "line 1\n[bytes 7-14 of {}; next page: read_spill {{\"id\": \"{id}\", \"offset\": 14}}]",
+            expected.len()
+        )
+    );
+
+    // Another session cannot read it, nor anything by path.
+    let b = server.client().await;
+    for other in [
+        id.as_str(),
+        "../../../etc/passwd",
+        spill["path"].as_str().unwrap(),
+    ] {
+        let r = call(&b, "read_spill", json!({"id": other})).await;
+        assert!(is_error(&r));
+        assert_eq!(
+            text(&r),
+            format!(
+                "read_spill: this session has no spill {}; only the spills of this session's run_code calls can be read, by the id their result names",
+                Value::String(other.to_owned())
+            )
+        );
+    }
+    let r = call(&a, "read_spill", json!({"id": id, "offset": 100_000})).await;
+    assert_eq!(
+        text(&r),
+        format!(
+            "read_spill: offset 100000 is past the end of the spill ({} bytes)",
+            expected.len()
+        )
+    );
+
+    // A session's spills go when it ends.
+    let path = PathBuf::from(spill["path"].as_str().unwrap());
+    assert!(path.exists());
+    a.cancel().await.unwrap();
+    eventually("the ended session's spill is removed", || !path.exists()).await;
+    b.cancel().await.unwrap();
+}
+
+/// Posts an `initialize` to the server with these headers; returns the status code and,
+/// for an error, the body.
+fn post_initialize(port: u16, host: &str, origin: Option<&str>) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+    .to_string();
+    let origin = origin
+        .map(|o| format!("Origin: {o}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    let code: u16 = status.split(' ').nth(1).unwrap().parse().unwrap();
+    if code < 300 {
+        return (code, String::new());
+    }
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    let body = rest.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (code, body.to_owned())
+}
+
+#[test]
+fn a_foreign_origin_or_host_is_refused() {
+    let server = HttpServer::start(&[]);
+    let port = server.port();
+    let local = format!("127.0.0.1:{port}");
+    assert_eq!(
+        post_initialize(port, &local, Some("http://evil.example")),
+        (403, "Forbidden: Origin header is not allowed".to_owned())
+    );
+    assert_eq!(
+        post_initialize(port, "evil.example", None),
+        (403, "Forbidden: Host header is not allowed".to_owned())
+    );
+    for origin in [
+        None,
+        Some(format!("http://127.0.0.1:{port}")),
+        Some(format!("http://localhost:{port}")),
+    ] {
+        assert_eq!(post_initialize(port, &local, origin.as_deref()).0, 200);
+    }
+    assert_eq!(
+        post_initialize(port, &format!("localhost:{port}"), None).0,
+        200
+    );
+    // The server's own origin on another port is another origin.
+    assert_eq!(
+        post_initialize(port, &local, Some("http://127.0.0.1:1")).0,
+        403
+    );
+}
+
+#[test]
+fn an_address_in_use_is_a_set_up_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(BIN)
+        .args(["mcp", "--http", &port.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("codemode: cannot listen on 127.0.0.1:{port}: ")),
+        "{stderr}"
+    );
+}
+
+/// Runs `tests/node/mcp-client.mjs` with `options`; returns what it printed.
+fn node_client(options: Value) -> Value {
+    let modules = node_modules();
+    let out = Command::new("node")
+        .arg(modules.parent().unwrap().join("mcp-client.mjs"))
+        .arg(options.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "mcp-client.mjs failed: {stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// What the TypeScript SDK's client sees of a run: text, canonical value, error flag.
+fn seen_run(text: &str, result: Value) -> Value {
+    json!({"text": text, "structured": {"status": "ok", "result": result, "logs": [], "calls": []}, "isError": false})
+}
+
+#[test]
+fn the_typescript_sdk_client_lists_calls_and_cancels_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(&["--tools", &manifest()]);
+    for (transport, target) in [
+        ("stdio", json!([BIN, "mcp", "--tools", manifest()])),
+        ("http", json!(server.url)),
+    ] {
+        let pidfile = dir.path().join(format!("{transport}.pid"));
+        let seen = node_client(json!({transport: target, "pidfile": pidfile}));
+        assert_eq!(
+            seen["tools"],
+            json!(["run_code", "read_spill"]),
+            "{transport}"
+        );
+        assert_eq!(
+            seen["answer"],
+            seen_run("result: 42", json!(42)),
+            "{transport}"
+        );
+        assert_eq!(
+            seen["cancelled"],
+            json!({"rejected": "McpError: MCP error -32001: the test cancels the run"}),
+            "{transport}"
+        );
+        assert_eq!(seen["sleepKilled"], true, "{transport}");
+        assert_eq!(
+            seen["after"],
+            seen_run("result: \"still here\"", json!("still here")),
+            "{transport}"
+        );
+    }
+}
+
+#[test]
+fn a_program_calls_an_upstream_mcp_server_through_codemode_mcp() {
+    let everything = node_modules().join(".bin/mcp-server-everything");
+    let upstream = format!("everything={}", everything.display());
+    let server = HttpServer::start(&["--mcp", &upstream]);
+    for (transport, target) in [
+        ("stdio", json!([BIN, "mcp", "--mcp", upstream])),
+        ("http", json!(server.url)),
+    ] {
+        let seen = node_client(json!({transport: target, "upstream": true}));
+        assert_eq!(
+            seen["echo"]["structured"]["result"], "Echo: hi",
+            "{transport}: {seen}"
+        );
+        assert_eq!(seen["echo"]["isError"], false, "{transport}");
+    }
+}
+
+/// The conformance suite's server scenarios that apply to a server offering tools but no
+/// resources, prompts, completions, logging or sampling (see the README).
+const CONFORMANCE: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "server-sse-multiple-streams",
+    "server-sse-polling",
+    "dns-rebinding-protection",
+];
+
+#[test]
+fn the_conformance_scenarios_that_apply_pass() {
+    let modules = node_modules();
+    let server = HttpServer::start(&[]);
+    let results = tempfile::tempdir().unwrap();
+    for scenario in CONFORMANCE {
+        let out = Command::new("node")
+            .arg(modules.join("@modelcontextprotocol/conformance/dist/index.js"))
+            .args(["server", "--url", &server.url, "--scenario", scenario])
+            .arg("--output-dir")
+            .arg(results.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(" 0 failed"),
+            "{scenario}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,89 @@
+// Drives `codemode mcp` with the MCP TypeScript SDK's client, as a real MCP client would;
+// run by tests/all/mcp_server.rs. One argument, a JSON object:
+//   {"stdio": [command, ...args]} or {"http": "http://127.0.0.1:PORT/mcp"},
+//   "upstream": true   to call tools["everything.echo"] from a program,
+//   "pidfile": PATH    to cancel a run that waits on the manifest tool `sleep`.
+// Prints one JSON object with what it saw; the test asserts on it.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { readFileSync } from "node:fs";
+
+const options = JSON.parse(process.argv[2]);
+const transport = options.stdio
+  ? new StdioClientTransport({
+      command: options.stdio[0],
+      args: options.stdio.slice(1),
+      stderr: "inherit",
+    })
+  : new StreamableHTTPClientTransport(new URL(options.http));
+const client = new Client({ name: "codemode-test", version: "1.0.0" });
+await client.connect(transport);
+const seen = {};
+
+const run = async (code, requestOptions) => {
+  const result = await client.callTool(
+    { name: "run_code", arguments: { code } },
+    undefined,
+    requestOptions,
+  );
+  return {
+    text: result.content.map((c) => c.text).join("\n"),
+    structured: result.structuredContent,
+    isError: result.isError ?? false,
+  };
+};
+
+// Polls `check` every 20 ms until it returns a value other than undefined, for at most 20 s.
+const until = async (what, check) => {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+const alive = (pid) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !stat.slice(stat.lastIndexOf(") ") + 2).startsWith("Z");
+  } catch {
+    return false;
+  }
+};
+
+const { tools } = await client.listTools();
+seen.tools = tools.map((t) => t.name);
+seen.answer = await run("return 6 * 7");
+
+if (options.upstream) {
+  seen.echo = await run('return await tools["everything.echo"]({ message: "hi" })');
+}
+
+if (options.pidfile) {
+  const abort = new AbortController();
+  const code = `await tools.sleep({ pidfile: ${JSON.stringify(options.pidfile)} }); return "not cancelled"`;
+  const call = run(code, { signal: abort.signal, timeout: 120_000 });
+  const pid = await until("the sleep tool's pid", () => {
+    try {
+      const text = readFileSync(options.pidfile, "utf8").trim();
+      return text ? Number(text) : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+  abort.abort("the test cancels the run");
+  seen.cancelled = await call.then(
+    (r) => ({ finished: r }),
+    (e) => ({ rejected: String(e) }),
+  );
+  seen.sleepKilled = await until("the sleep tool to be killed", () =>
+    alive(pid) ? undefined : true,
+  );
+  seen.after = await run("return 'still here'");
+}
+
+if (transport.terminateSession) await transport.terminateSession();
+await client.close();
+console.log(JSON.stringify(seen));
