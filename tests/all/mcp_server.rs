@@ -579,6 +579,25 @@ fn a_foreign_origin_or_host_is_refused() {
         post_initialize(port, &local, Some("http://127.0.0.1:1")).0,
         403
     );
+
+    // More hosts and origins only when asked.
+    let server = HttpServer::start(&[
+        "--allow-host",
+        "mcp.example",
+        "--allow-origin",
+        "https://app.example:443",
+    ]);
+    let port = server.port();
+    let local = format!("127.0.0.1:{port}");
+    assert_eq!(post_initialize(port, "mcp.example", None).0, 200);
+    assert_eq!(
+        post_initialize(port, &local, Some("https://app.example")).0,
+        200
+    );
+    assert_eq!(
+        post_initialize(port, &local, Some("http://evil.example")).0,
+        403
+    );
 }
 
 #[test]
@@ -701,4 +720,36 @@ fn the_conformance_scenarios_that_apply_pass() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[tokio::test]
+async fn the_readme_s_client_configuration_starts_the_server() {
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let section = readme
+        .split_once("### Serving MCP (`codemode mcp`)")
+        .unwrap()
+        .1;
+    let json = section
+        .split_once("```json\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .unwrap()
+        .0;
+    let config: Value = serde_json::from_str(json).unwrap();
+    let server = &config["mcpServers"]["codemode"];
+    assert_eq!(server["command"], "codemode");
+    let args: Vec<String> = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().replace("/path/to/project", &repo(".")))
+        .collect();
+    assert_eq!(args[0], "mcp");
+    let client = stdio(&args[1..].iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let r = run(
+        &client,
+        "return (await tools.read_file({path: 'README.md', limit: 1})).content",
+    )
+    .await;
+    assert_eq!(text(&r), "result: \"# codemode\\n\"");
+    client.cancel().await.unwrap();
 }
