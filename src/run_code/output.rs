@@ -311,4 +311,19 @@ mod tests {
             serde_json::to_string(&ok).unwrap()
         );
     }
+
+    #[test]
+    fn a_spill_with_a_read_tool_is_named_by_id() {
+        let value = json!({"status": "ok", "result": 1, "logs": [], "calls": [],
+            "spill": {"path": "/tmp/x/run-1-a.txt", "bytes": 10, "id": "run-1-a.txt", "read_tool": "read_spill"}});
+        let out = RunCodeOutput::deserialize(&value).unwrap();
+        assert_eq!(
+            out.render_text(),
+            "result: 1\n[output cut to fit; all of it (10 bytes) is saved: read it in pages with read_spill {\"id\": \"run-1-a.txt\"}.]"
+        );
+        assert_eq!(
+            serde_json::to_string(&out.into_value()).unwrap(),
+            serde_json::to_string(&value).unwrap()
+        );
+    }
 }
