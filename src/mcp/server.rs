@@ -18,16 +18,18 @@
 //! # What a client sees
 //!
 //! - `tools/list`: `run_code` with its parameters (`{"code", "timeout_ms"?}`) and
-//!   [`run_code_output_schema`](crate::run_code::run_code_output_schema) as `outputSchema`; `read_spill`; with `expose_tools`, each
-//!   tool of [`Registry::schemas`] with its `inputSchema` and, when its output is a JSON
-//!   object, its `outputSchema` (MCP's `outputSchema` describes objects only before
-//!   protocol revision 2026-07-28).
+//!   [`run_code_output_schema`](crate::run_code::run_code_output_schema) as
+//!   `outputSchema`; `read_spill`; with `expose_tools`, each tool of [`Registry::schemas`]
+//!   with its `inputSchema` and, when its output is a JSON object, its `outputSchema` (MCP's
+//!   `outputSchema` describes objects only before protocol revision 2026-07-28).
 //! - `tools/call` of `run_code`: the text content is the run's capped model-facing text
-//!   ([`render_text`](crate::run_code::render_text)), `structuredContent` the canonical value, and `isError` is true
-//!   when the program did not end ok. A call the pipeline refuses (arguments that fail the
-//!   schema, a denial) is an `isError` result whose text is the reason; so is a call of a
-//!   direct tool that fails. Only a name the server does not offer is a JSON-RPC error
-//!   (`-32602`, invalid params, naming the tools offered).
+//!   ([`render_text`](crate::run_code::render_text)), `structuredContent` the canonical
+//!   value, and `isError` is true when the program did not end ok. A direct tool answers
+//!   with its rendered content, and its value as `structuredContent` when that is a JSON
+//!   object. A call the pipeline refuses (arguments that fail the schema, a denial) is an
+//!   `isError` result whose text is the reason; so is a call of a direct tool that fails.
+//!   Only a name the server does not offer is a JSON-RPC error (`-32602`, invalid params,
+//!   naming the tools offered).
 //! - Each call is dispatched through [`Registry::dispatch`] with the MCP request's
 //!   cancellation (`notifications/cancelled`, or the session ending) as its signal, and
 //!   the session's own [`Agent`]: context tools inject for the conversation comes after
@@ -376,7 +378,18 @@ impl Session {
 
     /// The message for a call of a tool not offered.
     fn unknown_tool(&self, name: &str) -> String {
-        let offered: Vec<String> = self.tools().into_iter().map(|t| t.name.into()).collect();
+        let mut offered = vec![RUN_CODE.to_owned(), READ_SPILL.to_owned()];
+        if self.shared.expose_tools {
+            offered.extend(
+                self.shared
+                    .registry
+                    .tools()
+                    .iter()
+                    .filter(|t| t.visibility() != Visibility::Hidden)
+                    .map(|t| t.name().to_owned())
+                    .filter(|n| n != RUN_CODE && n != READ_SPILL),
+            );
+        }
         let inside = !self.shared.expose_tools
             && self
                 .shared
@@ -444,7 +457,11 @@ impl Session {
                 } else {
                     CallToolResult::success(content)
                 };
-                result.structured_content = Some(value);
+                // MCP's structured content is an object before revision 2026-07-28; the
+                // text content already holds any other value.
+                if value.is_object() {
+                    result.structured_content = Some(value);
+                }
                 result
             }
             Err(_) => CallToolResult::error(content),
