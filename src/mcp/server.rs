@@ -47,8 +47,9 @@
 //! belongs to the session whose run wrote it, and `read_spill` reads only the spills of
 //! the session asking. Spill files go to a private folder the server creates (see
 //! [`McpServerConfig::run_code`]); a session's spills are removed when it ends, and the
-//! folder when the server is dropped. A spill's id is its file name, never a path: no
-//! other file can be read.
+//! folder when the last handle of the server is dropped (a server that was killed leaves
+//! it: on Linux the next server started over the same folder removes it). A spill's id is
+//! its file name, never a path: no other file can be read.
 
 mod http;
 mod spill;
@@ -68,7 +69,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use self::http::{HttpOptions, HttpServer};
-use self::spill::{SessionSpills, SpillFolder};
+use self::spill::{FolderGuard, SessionSpills, SpillFolder};
 use crate::run_code::{RUN_CODE, RunCodeConfig, run_code_tool};
 use crate::{Agent, Content, Outcome, RegisterError, Registry, Request, ToolHandle, Visibility};
 
@@ -85,9 +86,10 @@ pub const READ_SPILL: &str = "read_spill";
 pub struct McpServerConfig {
     /// How `run_code` runs programs: limits, output cap, calls listed, spills. With
     /// `spill` `None` nothing is spilled (a cut preview says the full output was not
-    /// saved). Otherwise the server creates a private folder inside `spill.dir` (created
-    /// if missing) and writes spills there with `spill`'s retention, which the sessions
-    /// share; `read_root` and `read_tool` are the server's own (none, `read_spill`).
+    /// saved). Otherwise the server creates a private folder `mcp-<pid>-<random>` inside
+    /// `spill.dir` (created if missing; mode 0700 on Unix) and writes spills there with
+    /// `spill`'s retention, which the sessions share; `read_root` and `read_tool` are the
+    /// server's own (none, `read_spill`).
     pub run_code: RunCodeConfig,
     /// Whether every visible tool of the registry is offered directly too, besides
     /// `run_code` and `read_spill`.
@@ -150,6 +152,9 @@ pub enum McpServerError {
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
+    /// Removes the spill folder once every handle of the server is dropped (sessions
+    /// still running then can no longer read their spills).
+    _folder: Option<Arc<FolderGuard>>,
 }
 
 /// What every session of one server shares.
@@ -157,9 +162,8 @@ struct Shared {
     registry: Registry,
     expose_tools: bool,
     page_bytes: usize,
-    /// The private spill folder, `None` when spilling is off. Declared after the handle
-    /// so `run_code` is gone before the folder is removed.
     _run_code: ToolHandle,
+    /// The private spill folder, `None` when spilling is off.
     spills: Option<SpillFolder>,
 }
 
@@ -184,12 +188,12 @@ impl McpServer {
             .page_bytes
             .unwrap_or(config.run_code.output_cap)
             .max(16);
-        let (spills, spill_config) = match &config.run_code.spill {
-            None => (None, None),
+        let (spills, guard, spill_config) = match &config.run_code.spill {
+            None => (None, None, None),
             Some(spill) => {
-                let folder = SpillFolder::create(spill)?;
+                let (folder, guard) = SpillFolder::create(spill)?;
                 let spill_config = folder.spill_config(spill);
-                (Some(folder), Some(spill_config))
+                (Some(folder), Some(Arc::new(guard)), Some(spill_config))
             }
         };
         let run_code = registry.register(run_code_tool(config.run_code.spill(spill_config)))?;
@@ -201,6 +205,7 @@ impl McpServer {
                 _run_code: run_code,
                 spills,
             }),
+            _folder: guard,
         })
     }
 

@@ -92,7 +92,19 @@ impl HttpServer {
 }
 
 impl Drop for HttpServer {
+    /// Stops the server as a user would (SIGTERM: it ends its sessions and removes its
+    /// spill folder), killing it if it has not exited within 10 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -515,6 +527,11 @@ async fn spills_are_read_back_in_pages_by_their_own_session_only() {
     a.cancel().await.unwrap();
     eventually("the ended session's spill is removed", || !path.exists()).await;
     b.cancel().await.unwrap();
+    // And the server's private folder when it exits.
+    let folder = path.parent().unwrap().to_owned();
+    assert!(folder.exists());
+    drop(server);
+    assert!(!folder.exists(), "{} is left", folder.display());
 }
 
 /// Posts an `initialize` to the server with these headers; returns the status code and,

@@ -68,7 +68,10 @@ impl McpCommand {
         let server = McpServer::new(tools.registry.clone(), config)
             .map_err(|e| SetupError(e.to_string()))?;
         let served = match self.http {
-            None => server.serve_stdio().await,
+            None => tokio::select! {
+                served = server.serve_stdio() => served,
+                () = shutdown_signal() => Ok(()),
+            },
             Some(addr) => {
                 let mut options = HttpOptions::default();
                 options.allowed_hosts = self.allow_hosts;
@@ -93,8 +96,9 @@ impl McpCommand {
     }
 }
 
-/// Completes on Ctrl-C or (on Unix) SIGTERM, so the server ends its sessions and removes
-/// its spill folder before the process exits.
+/// Completes on Ctrl-C or (on Unix) SIGTERM (what MCP clients send a stdio server they
+/// close), so the server ends its sessions and removes its spill folder before the
+/// process exits.
 async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;

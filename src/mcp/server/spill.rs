@@ -1,7 +1,8 @@
 //! `read_spill`: a model behind an MCP client cannot open the server's files, so the full
 //! output of a cut run is read back through the server, in pages, by the spill's id.
 //!
-//! Spills go to a private folder the server creates (mode 0700 on Unix); `run_code`
+//! Spills go to a private folder the server creates (mode 0700 on Unix) and removes when
+//! the host drops the server; `run_code`
 //! names each spill by its file name (`id`) and `read_spill` as the tool that reads it.
 //! A session records the ids its own runs produced and reads only those: an id from
 //! another session, a made-up one and a path all get the same refusal.
@@ -20,42 +21,89 @@ use serde_json::{Value, json};
 use super::{McpServerError, READ_SPILL};
 use crate::run_code::SpillConfig;
 
-/// The server's private spill folder, removed when dropped.
+/// The server's private spill folder: where it is and what it keeps.
 pub(super) struct SpillFolder {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
     max_files: usize,
     max_bytes: u64,
 }
 
+/// Removes the private spill folder when dropped (held by the server's handles, not by its
+/// sessions, so the folder goes when the host drops the server).
+pub(super) struct FolderGuard(PathBuf);
+
+impl Drop for FolderGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 impl SpillFolder {
-    /// A new private folder inside `config.dir` (created if missing).
-    pub(super) fn create(config: &SpillConfig) -> Result<Self, McpServerError> {
+    /// A new private folder `mcp-<pid>-<random>` inside `config.dir` (created if missing),
+    /// readable by its owner only; first removes the folders there of servers that no longer
+    /// run (on Linux, where the process table says so), whose spills nobody can read.
+    pub(super) fn create(config: &SpillConfig) -> Result<(Self, FolderGuard), McpServerError> {
         let failed = |source| McpServerError::SpillFolder {
             dir: config.dir.clone(),
             source,
         };
         std::fs::create_dir_all(&config.dir).map_err(failed)?;
-        let dir = tempfile::Builder::new()
-            .prefix("mcp-")
-            .tempdir_in(&config.dir)
-            .map_err(failed)?;
-        Ok(SpillFolder {
-            dir,
-            max_files: config.max_files,
-            max_bytes: config.max_bytes,
-        })
+        remove_abandoned(&config.dir);
+        let mut builder = tempfile::Builder::new();
+        let prefix = format!("mcp-{}-", std::process::id());
+        builder.prefix(&prefix);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder.tempdir_in(&config.dir).map_err(failed)?.keep();
+        Ok((
+            SpillFolder {
+                dir: dir.clone(),
+                max_files: config.max_files,
+                max_bytes: config.max_bytes,
+            },
+            FolderGuard(dir),
+        ))
     }
 
     /// The spill configuration of the server's `run_code`: this folder, `config`'s
     /// retention, read back with `read_spill`.
     pub(super) fn spill_config(&self, config: &SpillConfig) -> SpillConfig {
-        SpillConfig::new(self.dir.path())
+        SpillConfig::new(&self.dir)
             .retention(config.max_files, config.max_bytes)
             .read_tool(READ_SPILL)
     }
 
     fn path(&self, id: &str) -> PathBuf {
-        self.dir.path().join(id)
+        self.dir.join(id)
+    }
+}
+
+/// Removes the `mcp-<pid>-…` folders in `dir` whose process has ended (a server that was
+/// killed could not remove its own). Only on Linux, where `/proc` tells; elsewhere they
+/// stay.
+fn remove_abandoned(dir: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("mcp-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
