@@ -770,3 +770,50 @@ async fn the_readme_s_client_configuration_starts_the_server() {
     assert_eq!(text(&r), "result: \"# codemode\\n\"");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_embedder_serves_its_own_registry_and_the_session_s_context_follows_each_call() {
+    use codemode::mcp::server::{McpServer, McpServerConfig};
+    use codemode::{Exec, Registry};
+
+    let registry = Registry::new();
+    let _note = registry
+        .register(
+            crate::support::test_tool("note").execute(|_args, exec: Exec| async move {
+                let _ = exec.agent().inject("the build is green", "note");
+                Ok(json!("noted"))
+            }),
+        )
+        .unwrap();
+    let server = McpServer::new(
+        registry.clone(),
+        McpServerConfig::default().expose_tools(true),
+    )
+    .unwrap();
+    // The server registered its run_code in the embedder's registry; a second server
+    // over the same registry cannot.
+    assert!(registry.names().contains(&"run_code".to_owned()));
+    let second = McpServer::new(registry.clone(), McpServerConfig::default()).unwrap_err();
+    assert_eq!(
+        second.to_string(),
+        "the MCP server registers its own run_code: a tool named `run_code` is already registered; dispose its handle first to replace it"
+    );
+
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(server_end);
+    let serving = tokio::spawn(async move { server.serve_io(reader, writer).await });
+    let client: Client = ().serve(tokio::io::split(client_end)).await.unwrap();
+    let r = call(&client, "note", json!({})).await;
+    assert_eq!(text(&r), "noted\nthe build is green");
+    // Taken once: the next call carries only its own content.
+    let r = run(&client, "return await tools.note({})").await;
+    assert_eq!(text(&r), "result: \"noted\"\nthe build is green");
+    let r = run(&client, "return 1").await;
+    assert_eq!(text(&r), "result: 1");
+    client.cancel().await.unwrap();
+    serving.await.unwrap().unwrap();
+    assert!(
+        !registry.names().contains(&"run_code".to_owned()),
+        "run_code goes with the server"
+    );
+}
