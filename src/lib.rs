@@ -58,9 +58,11 @@
 pub mod bench_support;
 mod builtin;
 pub mod check;
+mod child;
 pub mod declarations;
 mod dispatch;
 pub mod manifest;
+pub mod mcp;
 mod program;
 pub mod run_code;
 mod sandbox;
@@ -93,8 +95,8 @@ pub mod hooks {
     //! the hook. The approver is replaced by the next `set_approver`.
     pub use crate::dispatch::{
         Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
-        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Retry, ToolMetrics,
-        around_fn,
+        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Progress, Retry,
+        ToolMetrics, around_fn,
     };
 }
 

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use codemode::hooks::{Observer, Progress};
 use codemode::run_code::{Limits, RunCodeConfig, SpillConfig, render_text, run_code_tool};
+use codemode::{Exec, Outcome};
 use serde_json::{Value, json};
 
 use crate::cli::SetupError;
@@ -130,6 +132,7 @@ impl RunCommand {
             .max_timeout(Duration::from_millis(self.timeout))
             .output_cap(self.output_cap)
             .spill(Some(spill));
+        let _progress = tools.registry.observe(ProgressLines);
         let _run = tools
             .registry
             .register(run_code_tool(config))
@@ -156,6 +159,38 @@ impl RunCommand {
         } else {
             ExitCode::from(1)
         })
+    }
+}
+
+/// Prints each progress report of a running call on stderr, apart from the program's
+/// output: `codemode: progress: everything.trigger-long-running-operation 2/5 step 2`.
+struct ProgressLines;
+
+impl Observer for ProgressLines {
+    fn observe(&self, _exec: &Exec, _outcome: &Outcome) {}
+
+    fn progress(&self, exec: &Exec, progress: &Progress) {
+        let number = |n: f64| {
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                format!("{}", n as i64)
+            } else {
+                format!("{n}")
+            }
+        };
+        let mut line = format!(
+            "codemode: progress: {} {}",
+            exec.name(),
+            number(progress.progress)
+        );
+        if let Some(total) = progress.total {
+            line.push('/');
+            line.push_str(&number(total));
+        }
+        if let Some(message) = progress.message.as_deref().filter(|m| !m.is_empty()) {
+            line.push(' ');
+            line.push_str(message);
+        }
+        eprintln!("{line}");
     }
 }
 
