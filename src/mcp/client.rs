@@ -71,6 +71,7 @@ struct Conn {
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     process: Mutex<Option<Process>>,
     stderr: Arc<Mutex<Tail>>,
+    noise: Arc<Mutex<Noise>>,
     progress: Progresses,
     registry: WeakRegistry,
     handles: Mutex<Vec<ToolHandle>>,
@@ -84,6 +85,82 @@ struct Process {
 }
 
 type Progresses = Arc<Mutex<HashMap<ProgressToken, Exec>>>;
+
+/// Lines a stdio server printed on stdout that cannot be MCP messages (a message is a JSON
+/// object or array on one line): how many, and the start of the first.
+#[derive(Default)]
+struct Noise {
+    lines: usize,
+    first: Vec<u8>,
+}
+
+/// Bytes of the first stray stdout line an error message quotes.
+const NOISE_SHOWN: usize = 200;
+
+impl Noise {
+    /// `; it printed 2 lines on stdout that are not MCP messages, the first: "garbage"`.
+    fn suffix(&self) -> String {
+        if self.lines == 0 {
+            return String::new();
+        }
+        let first = String::from_utf8_lossy(&self.first);
+        let lines = if self.lines == 1 { "line" } else { "lines" };
+        format!(
+            "; it printed {} {lines} on stdout that are not MCP messages, the first: {:?}",
+            self.lines,
+            first.trim_end()
+        )
+    }
+}
+
+/// A stdio server's stdout as rmcp reads it, watched on the way for lines that are not
+/// messages (rmcp skips them silently): no copy, one pass over the bytes read.
+struct Watched<R> {
+    inner: R,
+    noise: Arc<Mutex<Noise>>,
+    at_line_start: bool,
+    in_noise: bool,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if polled.is_ready() {
+            let this = &mut *self;
+            for &b in &buf.filled()[before..] {
+                if this.at_line_start {
+                    match b {
+                        b' ' | b'\t' | b'\r' | b'\n' => {}
+                        b'{' | b'[' => this.at_line_start = false,
+                        _ => {
+                            this.at_line_start = false;
+                            this.in_noise = true;
+                            let mut noise = lock(&this.noise);
+                            noise.lines += 1;
+                            if noise.lines == 1 {
+                                noise.first.push(b);
+                            }
+                        }
+                    }
+                } else if b == b'\n' {
+                    this.at_line_start = true;
+                    this.in_noise = false;
+                } else if this.in_noise {
+                    let mut noise = lock(&this.noise);
+                    if noise.lines == 1 && noise.first.len() < NOISE_SHOWN {
+                        noise.first.push(b);
+                    }
+                }
+            }
+        }
+        polled
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -175,8 +252,10 @@ impl Connection {
             list_changed: list_changed.clone(),
         };
         let stderr = Arc::new(Mutex::new(Tail::default()));
+        let noise = Arc::new(Mutex::new(Noise::default()));
         let limit = config.startup_timeout;
         let mut process = None;
+        let mut stderr_reader = None;
         let started = match &config.transport {
             Transport::Stdio {
                 command,
@@ -200,12 +279,18 @@ impl Connection {
                 if let Some(pipe) = child.stderr.take() {
                     let tail = stderr.clone();
                     // One reader per server for its whole life, not per call.
-                    tokio::spawn(drain(pipe, move |chunk| {
+                    stderr_reader = Some(tokio::spawn(drain(pipe, move |chunk| {
                         lock(&tail).push(chunk);
                         true
-                    }));
+                    })));
                 }
                 process = Some(Process { child, group });
+                let stdout = Watched {
+                    inner: stdout,
+                    noise: noise.clone(),
+                    at_line_start: true,
+                    in_noise: false,
+                };
                 tokio::time::timeout(limit, handler.serve((stdout, stdin)))
                     .await
                     .map(|r| r.map_err(|e| e.to_string()))
@@ -217,35 +302,41 @@ impl Connection {
                     .map(|r| r.map_err(|e| e.to_string()))
             }
         };
-        let why_ended = |process: &mut Option<Process>, what: String| -> String {
-            let exit = process
-                .as_mut()
-                .and_then(|p| p.child.try_wait().ok().flatten())
-                .map(|s| format!(" (it {})", describe_exit(&s)))
-                .unwrap_or_default();
-            format!("{what}{exit}{}", lock(&stderr).suffix())
-        };
         let service = match started {
             Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                // Give a server that is exiting a moment to be reaped, for its status.
+            failed => {
+                // A server that is exiting: give it a moment to be reaped, and its stderr to
+                // be read to the end, for the message.
+                let grace = std::time::Duration::from_millis(300);
+                let mut exit = None;
                 if let Some(p) = process.as_mut() {
-                    let _ =
-                        tokio::time::timeout(std::time::Duration::from_millis(200), p.child.wait())
-                            .await;
+                    exit = match failed {
+                        Ok(Err(_)) => tokio::time::timeout(grace, p.child.wait())
+                            .await
+                            .ok()
+                            .and_then(Result::ok),
+                        _ => p.child.try_wait().ok().flatten(),
+                    };
+                    if exit.is_some()
+                        && let Some(reader) = stderr_reader.take()
+                    {
+                        let _ = tokio::time::timeout(grace, reader).await;
+                    }
                 }
-                return Err(fail(why_ended(
-                    &mut process,
-                    format!("start-up failed: {e}"),
-                )));
-            }
-            Err(_) => {
-                return Err(fail(why_ended(
-                    &mut process,
-                    format!(
+                let what = match (failed, exit) {
+                    (_, Some(status)) => {
+                        format!("the server {} during start-up", describe_exit(&status))
+                    }
+                    (Ok(Err(e)), None) => format!("start-up failed: {e}"),
+                    (_, None) => format!(
                         "did not answer `initialize` within its start-up limit of {} ms",
                         limit.as_millis()
                     ),
+                };
+                return Err(fail(format!(
+                    "{what}{}{}",
+                    lock(&noise).suffix(),
+                    lock(&stderr).suffix()
                 )));
             }
         };
@@ -254,6 +345,7 @@ impl Connection {
             service: Mutex::new(Some(service)),
             process: Mutex::new(process),
             stderr,
+            noise,
             progress,
             registry: registry.downgrade(),
             handles: Mutex::new(Vec::new()),
@@ -382,7 +474,11 @@ impl Conn {
             .and_then(|p| p.child.try_wait().ok().flatten())
             .map(|s| format!(" (the server {})", describe_exit(&s)))
             .unwrap_or_default();
-        format!("{what}{exit}{}", lock(&self.stderr).suffix())
+        format!(
+            "{what}{exit}{}{}",
+            lock(&self.noise).suffix(),
+            lock(&self.stderr).suffix()
+        )
     }
 
     /// Registers the tools of a listing in place of the previous ones.
@@ -527,10 +623,10 @@ impl Conn {
                 pending.cancel("timeout").await;
                 return Err(ToolError::with_kind(
                     ErrorKind::Timeout,
-                    format!(
+                    self.failure(&format!(
                         "MCP server {server:?} did not answer {server}.{tool} within its {} ms call timeout; the call was cancelled",
                         limit.as_millis()
-                    ),
+                    )),
                 ));
             }
         };
@@ -574,8 +670,10 @@ struct Pending {
 
 impl Pending {
     async fn cancel(&mut self, reason: &str) {
-        if let Some(id) = self.id.take() {
+        if let Some(id) = self.id.clone() {
             let _ = self.conn.peer.notify_cancelled(cancelled(id, reason)).await;
+            // Only now: a call dropped while this was sending sends it from `drop`.
+            self.id = None;
         }
     }
 }

@@ -66,22 +66,21 @@ fn item(item: &Value, include_binary: bool) -> Value {
         return item.clone();
     };
     let mut out = Map::new();
+    let mut size = None;
     for (k, v) in fields {
         match k.as_str() {
             "annotations" | "_meta" => {}
-            "data" if !include_binary => {
-                out.insert("size".into(), Value::from(base64_len(v)));
-            }
+            "data" | "blob" if !include_binary => size = Some(base64_len(v)),
             "resource" => {
                 out.insert(k.clone(), self::item(v, include_binary));
-            }
-            "blob" if !include_binary => {
-                out.insert("size".into(), Value::from(base64_len(v)));
             }
             _ => {
                 out.insert(k.clone(), v.clone());
             }
         }
+    }
+    if let Some(size) = size {
+        out.insert("size".into(), Value::from(size));
     }
     Value::Object(out)
 }

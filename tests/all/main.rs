@@ -9,6 +9,7 @@ mod dispatch;
 mod hostile;
 mod import;
 mod manifest;
+mod mcp_client;
 mod oracle;
 mod pipeline;
 mod readme;
