@@ -192,6 +192,7 @@ r.pid = typeof (await tools["t.pid"]()).pid;
 try { await tools.t_fail({message: "it broke"}); } catch (e) { r.fail = [e.name, e.toolName, e.message]; }
 try { await tools.t_rpc_error({message: "rpc broke"}); } catch (e) { r.rpc = [e.name, e.message]; }
 try { await tools.t_slow({ms: "soon"}); } catch (e) { r.bad = e.message; }
+try { await tools.t_bad_output(); } catch (e) { r.bad_output = e.message; }
 console.log("from the program");
 return r;"#,
     );
@@ -209,6 +210,7 @@ return r;"#,
             "fail": ["ToolCallError", "t.fail", "it broke"],
             "rpc": ["ToolCallError", "MCP error -32001: rpc broke"],
             "bad": "invalid arguments for t.slow:\nargs.ms: expected integer, got string",
+            "bad_output": "tool t.bad_output returned output that does not match its schema:\noutput.pid: expected integer, got string",
         }),
         "{value}"
     );
@@ -348,7 +350,7 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
         let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(20)));
         let servers = connect_all(vec![config], &h.registry).await;
         let server = servers.into_iter().next().unwrap().unwrap();
-        assert_eq!(server.tools().len(), 8);
+        assert_eq!(server.tools().len(), 9);
 
         // Past the server's call timeout: a timeout error naming server, tool and limit.
         let outcome = h.registry.call("t.slow", json!({"ms": 5000})).await;
@@ -405,7 +407,7 @@ fn a_changed_tool_list_is_swapped_into_the_registry() {
         while registry.get("t.extra").is_none() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(server.tools().len(), 9, "{:?}", server.tools());
+        assert_eq!(server.tools().len(), 10, "{:?}", server.tools());
         let outcome = registry.call("t.extra", json!({})).await;
         assert_eq!(outcome.value(), Some(&json!("extra ran")));
         // Dropping the connection unregisters every tool of the server.
@@ -498,5 +500,32 @@ fn bad_flags_and_config_files_are_usage_errors() {
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .contains("MCP server \"t\": another server has this name")
+    );
+}
+
+#[test]
+fn the_readme_example_reads_this_repository_through_server_filesystem() {
+    // As the README runs it, with the pinned server instead of `npx -y`.
+    let flag = format!("fs={} .", bin("mcp-server-filesystem"));
+    let out = codemode(
+        &["run", "examples/mcp_files.ts", "--mcp", &flag, "--json"],
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+    );
+    let value = json_of(&out);
+    assert_eq!(value["status"], "ok", "{value}");
+    let examples = value["result"]["examples"].as_array().unwrap();
+    for file in ["largest_rust_files.ts", "mcp_files.ts", "word_stats.ts"] {
+        assert!(examples.contains(&json!(file)), "{value}");
+    }
+    let sections = value["result"]["readme_sections"].as_array().unwrap();
+    assert!(sections.contains(&json!("Command line")), "{value}");
+    let log = value["logs"][0]["text"].as_str().unwrap();
+    assert!(
+        log.starts_with(&format!(
+            "codemode {}: {} example programs, ",
+            env!("CARGO_PKG_VERSION"),
+            examples.len()
+        )),
+        "{log}"
     );
 }

@@ -7,7 +7,8 @@
 // (the process exits mid-call), `steps {n}` (n progress notifications, then "done"),
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
-// item of that size), `pid` (its process id). `tools/list` pages two tools at a time.
+// item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
+// content that breaks its outputSchema). `tools/list` pages two tools at a time.
 // With --http it serves streamable HTTP on a free loopback port and prints
 // `listening http://127.0.0.1:PORT/mcp` on stdout.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -37,6 +38,12 @@ const tools = [
   {
     name: "pid",
     description: "The server's process id.",
+    inputSchema: object({}),
+    outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
+  },
+  {
+    name: "bad_output",
+    description: "Structured content that breaks its own outputSchema.",
     inputSchema: object({}),
     outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
   },
@@ -92,6 +99,8 @@ function makeServer() {
         return {
           content: [{ type: "image", mimeType: "image/png", data: Buffer.alloc(args.bytes, 7).toString("base64") }],
         };
+      case "bad_output":
+        return { content: [{ type: "text", text: "x" }], structuredContent: { pid: "x" } };
       case "pid":
         return { content: [{ type: "text", text: String(process.pid) }], structuredContent: { pid: process.pid } };
       default:
