@@ -26,6 +26,30 @@ pub const ENV_ALLOW_LIST: &[&str] = &[
 /// Bytes of the end of stderr an error message carries.
 pub const MAX_STDERR_SHOWN: usize = 2_000;
 
+/// Reads an object of environment variables (or headers): string values under non-empty
+/// names without `=` or NUL.
+///
+/// # Errors
+/// `(Some(name), message)` for a bad entry, `(None, message)` when it is not an object.
+pub(crate) fn string_map(
+    value: &serde_json::Value,
+) -> Result<BTreeMap<String, String>, (Option<String>, String)> {
+    let serde_json::Value::Object(vars) = value else {
+        return Err((None, "expected an object of strings".into()));
+    };
+    vars.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) if !k.is_empty() && !k.contains(['=', '\0']) => {
+                Ok((k.clone(), s.clone()))
+            }
+            _ => Err((
+                Some(k.clone()),
+                "expected a string value under a name without '=' or NUL".into(),
+            )),
+        })
+        .collect()
+}
+
 /// `program` with `args`, run in `dir` in a new process group, the environment cleared but
 /// for [`ENV_ALLOW_LIST`] and `env`, all three pipes captured, killed when dropped.
 pub(crate) fn command(

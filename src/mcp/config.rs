@@ -275,19 +275,10 @@ fn parse_entry(name: &str, entry: &Value, dir: &Path) -> Result<Option<ServerCon
     let strings = |key: &str| -> Result<BTreeMap<String, String>, EntryError> {
         match m.get(key) {
             None => Ok(BTreeMap::new()),
-            Some(Value::Object(vars)) => vars
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) if !k.is_empty() && !k.contains(['=', '\0']) => {
-                        Ok((k.clone(), s.clone()))
-                    }
-                    _ => Err((
-                        format!("{key}.{k}"),
-                        "expected a string value under a name without '=' or NUL".into(),
-                    )),
-                })
-                .collect(),
-            Some(_) => Err((key.to_owned(), "expected an object of strings".into())),
+            Some(vars) => crate::child::string_map(vars).map_err(|(k, message)| match k {
+                Some(k) => (format!("{key}.{k}"), message),
+                None => (key.to_owned(), message),
+            }),
         }
     };
     let kind = string("type")?;

@@ -33,6 +33,20 @@ fn codemode(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// `codemode run PROGRAM --mcp-config CONFIG --json` in `dir`.
+fn run_with_config(program: &Path, config: &Path, dir: &Path) -> Output {
+    codemode(
+        &[
+            "run",
+            program.to_str().unwrap(),
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--json",
+        ],
+        dir,
+    )
+}
+
 fn json_of(out: &Output) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(&stdout).unwrap_or_else(|e| {
@@ -100,16 +114,7 @@ return {{text, listing, back, echo, created, sum, weather: Object.keys(weather).
         dir = files.display().to_string()
     );
     let program = write(dir.path(), "p.js", &program);
-    let out = codemode(
-        &[
-            "run",
-            program.to_str().unwrap(),
-            "--mcp-config",
-            config.to_str().unwrap(),
-            "--json",
-        ],
-        dir.path(),
-    );
+    let out = run_with_config(&program, &config, dir.path());
     let value = json_of(&out);
     assert_eq!(value["status"], "ok", "{value}");
     let ada = json!({"name": "Ada", "entityType": "person", "observations": ["wrote programs"]});
@@ -261,16 +266,7 @@ try { await tools.mute_pid(); } catch (e) { r.mute = e.message.split(";")[0]; }
 return r;"#,
     );
     let started = Instant::now();
-    let out = codemode(
-        &[
-            "run",
-            program.to_str().unwrap(),
-            "--mcp-config",
-            config.to_str().unwrap(),
-            "--json",
-        ],
-        dir.path(),
-    );
+    let out = run_with_config(&program, &config, dir.path());
     // Bounded: the start-up limit is 1.5 s, the rest is at once.
     assert!(
         started.elapsed() < Duration::from_secs(20),
@@ -441,16 +437,7 @@ fn a_server_over_streamable_http_is_reached_with_its_headers() {
         "p.js",
         "const [a, b] = await Promise.all([tools.web_steps({n: 1}), tools.web_image({bytes: 3})]); return [a, b];",
     );
-    let out = codemode(
-        &[
-            "run",
-            program.to_str().unwrap(),
-            "--mcp-config",
-            config.to_str().unwrap(),
-            "--json",
-        ],
-        dir.path(),
-    );
+    let out = run_with_config(&program, &config, dir.path());
     let _ = child.kill();
     let _ = child.wait();
     let value = json_of(&out);
