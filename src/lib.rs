@@ -59,6 +59,7 @@
 pub mod bench_support;
 mod builtin;
 pub mod check;
+mod child;
 pub mod declarations;
 mod dispatch;
 pub mod manifest;
@@ -95,8 +96,8 @@ pub mod hooks {
     //! the hook. The approver is replaced by the next `set_approver`.
     pub use crate::dispatch::{
         Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
-        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Retry, ToolMetrics,
-        around_fn,
+        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Progress, Retry,
+        ToolMetrics, around_fn,
     };
 }
 

@@ -161,6 +161,13 @@ pub fn is_identifier(name: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
+/// The group of a tool named `GROUP.tool` (as an MCP server's tools are named), if any.
+fn group(name: &str) -> Option<&str> {
+    name.split_once('.')
+        .map(|(g, _)| g)
+        .filter(|g| !g.is_empty())
+}
+
 /// A property key: bare when it is an identifier, else a quoted string.
 fn key(name: &str) -> std::borrow::Cow<'_, str> {
     if is_identifier(name) {
@@ -181,8 +188,9 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// Produces the declarations of `tools` ([`Layout::Pretty`]). Tools are sorted by name, so
-/// the same tools give the same bytes in any order.
+/// Produces the declarations of `tools` ([`Layout::Pretty`]). Tools are sorted by name, those
+/// named `GROUP.tool` (an MCP server's tools) after the others, each group under a `// GROUP.*`
+/// comment; so the same tools give the same bytes in any order.
 ///
 /// # Errors
 /// [`DeclarationError::Collision`] when two tools would share a member of `tools`;
@@ -197,7 +205,8 @@ pub fn declarations(tools: &[ToolDecl]) -> Result<String, DeclarationError> {
 /// As [`declarations`].
 pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, DeclarationError> {
     let mut sorted: Vec<&ToolDecl> = tools.iter().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    // Tools named `GROUP.tool` (an MCP server's) stay together, after the others.
+    sorted.sort_by(|a, b| (group(&a.name), &a.name).cmp(&(group(&b.name), &b.name)));
     check_members(&sorted)?;
 
     let mut names = Names::default();
@@ -207,7 +216,17 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
     let mut methods = String::new();
     let pretty = layout == Layout::Pretty;
     let mut uses_integer = false;
+    let mut current_group = None;
     for t in &sorted {
+        if pretty && group(&t.name) != current_group {
+            current_group = group(&t.name);
+            if let Some(g) = current_group {
+                let heading = format!("  // {g}.*: the tools of server {}\n", quote(g));
+                for part in [&mut args, &mut outputs, &mut methods] {
+                    part.push_str(&heading);
+                }
+            }
+        }
         let prefix = type_prefix(&t.name);
         let q = quote(&t.name);
         let mut types = [String::new(), String::new()];

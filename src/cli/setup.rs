@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use codemode::manifest::Manifest;
+use codemode::mcp::{Connection, ServerConfig, connect_all, load_config};
 use codemode::{FileTools, Registry, ToolHandle};
 
 use super::SetupError;
@@ -19,12 +20,26 @@ pub(crate) struct ToolOptions {
     /// once. Its commands run in the manifest's folder.
     #[arg(long = "tools", value_name = "MANIFEST.json")]
     pub(crate) manifests: Vec<PathBuf>,
+    /// An MCP server over stdio whose tools become `NAME.tool`; `COMMAND` is split into
+    /// words as a shell would, without a shell. May be given more than once.
+    #[arg(long = "mcp", value_name = "NAME=COMMAND", value_parser = parse_mcp)]
+    pub(crate) mcp: Vec<ServerConfig>,
+    /// MCP servers in the `{"mcpServers": {…}}` form MCP clients use (`command`, `args`,
+    /// `env`, `cwd`, or `url` and `headers`); may be given more than once.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub(crate) mcp_configs: Vec<PathBuf>,
 }
 
-/// A registry with the tools of the options; the handles keep them registered.
+fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
+    ServerConfig::parse_flag(text).map_err(|e| e.message)
+}
+
+/// A registry with the tools of the options; the handles and connections keep them
+/// registered (dropping them stops the MCP servers).
 pub(crate) struct Tools {
     pub(crate) registry: Registry,
     _handles: Vec<ToolHandle>,
+    _servers: Vec<Connection>,
 }
 
 impl ToolOptions {
@@ -43,9 +58,27 @@ impl ToolOptions {
                     .map_err(|e| SetupError(e.to_string()))?,
             );
         }
+        let mut configs = self.mcp.clone();
+        for path in &self.mcp_configs {
+            configs.extend(load_config(path).map_err(|e| SetupError(e.to_string()))?);
+        }
+        // A server that fails is said on stderr; the others, and the run, go on.
+        let mut servers = Vec::with_capacity(configs.len());
+        for connected in connect_all(configs, &registry).await {
+            match connected {
+                Ok(server) => {
+                    for warning in server.warnings() {
+                        eprintln!("codemode: MCP server {:?}: {warning}", server.name());
+                    }
+                    servers.push(server);
+                }
+                Err(e) => eprintln!("codemode: {e}"),
+            }
+        }
         Ok(Tools {
             registry,
             _handles: handles,
+            _servers: servers,
         })
     }
 }

@@ -190,6 +190,15 @@ impl Exec {
         )
     }
 
+    /// Reports how far this call has come to the registry's observers
+    /// ([`super::Observer::progress`]); the CLI prints the reports on stderr. Does nothing
+    /// once the registry is gone.
+    pub fn progress(&self, progress: super::Progress) {
+        if let Some(registry) = self.inner.registry.upgrade() {
+            super::observe::progress(&registry.inner.hooks.snapshot(), self, &progress);
+        }
+    }
+
     /// The registry that dispatched this call, to make further calls (as `run_code` does).
     /// `None` once the registry is gone.
     pub fn registry(&self) -> Option<Registry> {

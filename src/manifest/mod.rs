@@ -301,19 +301,10 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
     };
     let env = match m.get("env") {
         None => BTreeMap::new(),
-        Some(Value::Object(vars)) => vars
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) if !k.is_empty() && !k.contains(['=', '\0']) => {
-                    Ok((k.clone(), s.clone()))
-                }
-                _ => Err((
-                    format!("{at}.env.{k}"),
-                    "expected a string value under a name without '=' or NUL".to_owned(),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err((format!("{at}.env"), "expected an object of strings".into())),
+        Some(vars) => crate::child::string_map(vars).map_err(|(k, message)| match k {
+            Some(k) => (format!("{at}.env.{k}"), message),
+            None => (format!("{at}.env"), message),
+        })?,
     };
     Ok(CommandTool {
         name,

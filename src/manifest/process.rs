@@ -18,28 +18,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use super::CommandTool;
+pub use crate::child::{ENV_ALLOW_LIST, MAX_STDERR_SHOWN};
+use crate::child::{Group, Tail, describe_exit, drain};
 use crate::dispatch::{Arguments, BuildError, ErrorKind, Exec, Tool, ToolError};
-
-/// Environment variables a command keeps (when set); everything else is cleared, then the
-/// tool's `env` is added.
-pub const ENV_ALLOW_LIST: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "SYSTEMROOT",
-];
-
-/// Bytes of the end of stderr an error message carries.
-pub const MAX_STDERR_SHOWN: usize = 2_000;
 
 /// Most bytes a command may print on stdout: 64 MiB.
 pub const MAX_STDOUT_BYTES: usize = 64 << 20;
@@ -67,77 +51,6 @@ pub(super) fn tool(def: Arc<CommandTool>) -> Result<Tool, BuildError> {
         .build()
 }
 
-/// The last bytes of a stream.
-#[derive(Default)]
-struct Tail {
-    bytes: Vec<u8>,
-    total: usize,
-}
-
-impl Tail {
-    fn push(&mut self, chunk: &[u8]) {
-        self.total += chunk.len();
-        self.bytes.extend_from_slice(chunk);
-        if self.bytes.len() > 2 * MAX_STDERR_SHOWN {
-            let cut = self.bytes.len() - MAX_STDERR_SHOWN;
-            self.bytes.drain(..cut);
-        }
-    }
-
-    /// `; stderr: …` (its last bytes), or nothing when stderr was empty.
-    fn suffix(&self) -> String {
-        if self.total == 0 {
-            return String::new();
-        }
-        let start = self.bytes.len().saturating_sub(MAX_STDERR_SHOWN);
-        let text = String::from_utf8_lossy(&self.bytes[start..]);
-        let text = text.trim_end();
-        if self.total > MAX_STDERR_SHOWN {
-            format!(
-                "; stderr (last {MAX_STDERR_SHOWN} of {} bytes): …{text}",
-                self.total
-            )
-        } else {
-            format!("; stderr: {text}")
-        }
-    }
-}
-
-/// Kills a call's process group when asked, and when dropped (the call was dropped).
-struct Group {
-    pgid: Option<i32>,
-}
-
-impl Group {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            kill_group(pgid);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-#[cfg(unix)]
-#[allow(unsafe_code)]
-fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: `killpg` takes two integers and touches no memory of ours. `pgid` is the
-        // group this call created for its command (`process_group(0)` makes the child's pid
-        // its group id); an error (the group is already gone) is ignored.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pgid: i32) {}
-
 async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, ToolError> {
     let name = &def.name;
     let input = serde_json::to_vec(&**args)
@@ -150,31 +63,14 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
             p.to_path_buf()
         }
     };
-    let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(&def.command[1..])
-        .current_dir(&def.dir)
-        .env_clear()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    for key in ENV_ALLOW_LIST {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    cmd.envs(&def.env);
-    #[cfg(unix)]
-    cmd.process_group(0);
+    let mut cmd = crate::child::command(&program, &def.command[1..], &def.dir, &def.env);
     let mut child = cmd.spawn().map_err(|e| {
         ToolError::new(format!(
             "{name}: could not start {}: {e}",
             program.display()
         ))
     })?;
-    let mut group = Group {
-        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
-    };
+    let mut group = Group::of(&child);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr_pipe = child.stderr.take();
@@ -306,46 +202,4 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
             stderr_suffix()
         ))
     })
-}
-
-/// Reads `pipe` to its end, handing each chunk to `sink`, which returns whether to go on.
-async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8]) -> bool) {
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if !sink(&buf[..n]) {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// `exited with status 3`, `killed by signal 9 (SIGKILL)`.
-fn describe_exit(status: &std::process::ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exited with status {code}");
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            let name = match sig {
-                libc::SIGKILL => " (SIGKILL)",
-                libc::SIGTERM => " (SIGTERM)",
-                libc::SIGSEGV => " (SIGSEGV)",
-                libc::SIGABRT => " (SIGABRT)",
-                libc::SIGINT => " (SIGINT)",
-                libc::SIGPIPE => " (SIGPIPE)",
-                libc::SIGBUS => " (SIGBUS)",
-                libc::SIGFPE => " (SIGFPE)",
-                libc::SIGILL => " (SIGILL)",
-                _ => "",
-            };
-            return format!("killed by signal {sig}{name}");
-        }
-    }
-    format!("ended abnormally ({status})")
 }

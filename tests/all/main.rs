@@ -9,6 +9,7 @@ mod dispatch;
 mod hostile;
 mod import;
 mod manifest;
+mod mcp_client;
 mod mcp_server;
 mod oracle;
 mod pipeline;

@@ -1,11 +1,14 @@
 //! `codemode run PROGRAM|-`: run a program and print what the model would see.
 
-use clap::Args;
-use codemode::run_code::{SpillConfig, render_text, run_code_tool};
-use serde_json::{Value, json};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use clap::Args;
+use codemode::hooks::{Observer, Progress};
+use codemode::run_code::{SpillConfig, render_text, run_code_tool};
+use codemode::{Exec, Outcome};
+use serde_json::{Value, json};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
@@ -65,6 +68,7 @@ impl RunCommand {
             None => SpillConfig::under_root(root),
         };
         let config = self.limits.run_code_config().spill(Some(spill));
+        let _progress = tools.registry.observe(ProgressLines);
         let _run = tools
             .registry
             .register(run_code_tool(config))
@@ -91,5 +95,37 @@ impl RunCommand {
         } else {
             ExitCode::from(1)
         })
+    }
+}
+
+/// Prints each progress report of a running call on stderr, apart from the program's
+/// output: `codemode: progress: everything.trigger-long-running-operation 2/5 step 2`.
+struct ProgressLines;
+
+impl Observer for ProgressLines {
+    fn observe(&self, _exec: &Exec, _outcome: &Outcome) {}
+
+    fn progress(&self, exec: &Exec, progress: &Progress) {
+        let number = |n: f64| {
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                format!("{}", n as i64)
+            } else {
+                format!("{n}")
+            }
+        };
+        let mut line = format!(
+            "codemode: progress: {} {}",
+            exec.name(),
+            number(progress.progress)
+        );
+        if let Some(total) = progress.total {
+            line.push('/');
+            line.push_str(&number(total));
+        }
+        if let Some(message) = progress.message.as_deref().filter(|m| !m.is_empty()) {
+            line.push(' ');
+            line.push_str(message);
+        }
+        eprintln!("{line}");
     }
 }

@@ -1,0 +1,201 @@
+//! Child processes that tools start: manifest commands (a process per call) and MCP
+//! servers over stdio (a process per server). Both run in a process group of their own with
+//! a cleared environment, keep the end of their stderr for error messages, and are killed
+//! as a group.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Environment variables a command keeps (when set); everything else is cleared, then the
+/// tool's (or the server's) `env` is added.
+pub const ENV_ALLOW_LIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SYSTEMROOT",
+];
+
+/// Bytes of the end of stderr an error message carries.
+pub const MAX_STDERR_SHOWN: usize = 2_000;
+
+/// Reads an object of environment variables (or headers): string values under non-empty
+/// names without `=` or NUL.
+///
+/// # Errors
+/// `(Some(name), message)` for a bad entry, `(None, message)` when it is not an object.
+pub(crate) fn string_map(
+    value: &serde_json::Value,
+) -> Result<BTreeMap<String, String>, (Option<String>, String)> {
+    let serde_json::Value::Object(vars) = value else {
+        return Err((None, "expected an object of strings".into()));
+    };
+    vars.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) if !k.is_empty() && !k.contains(['=', '\0']) => {
+                Ok((k.clone(), s.clone()))
+            }
+            _ => Err((
+                Some(k.clone()),
+                "expected a string value under a name without '=' or NUL".into(),
+            )),
+        })
+        .collect()
+}
+
+/// `program` with `args`, run in `dir` in a new process group, the environment cleared but
+/// for [`ENV_ALLOW_LIST`] and `env`, all three pipes captured, killed when dropped.
+pub(crate) fn command(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[String],
+    dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for key in ENV_ALLOW_LIST {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    cmd.envs(env);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    cmd
+}
+
+/// The last [`MAX_STDERR_SHOWN`] bytes of a stream, and how many it carried in all.
+#[derive(Default)]
+pub(crate) struct Tail {
+    bytes: Vec<u8>,
+    total: usize,
+}
+
+impl Tail {
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len();
+        self.bytes.extend_from_slice(chunk);
+        if self.bytes.len() > 2 * MAX_STDERR_SHOWN {
+            let cut = self.bytes.len() - MAX_STDERR_SHOWN;
+            self.bytes.drain(..cut);
+        }
+    }
+
+    /// `; stderr: …` (its last bytes), or nothing when stderr was empty.
+    pub(crate) fn suffix(&self) -> String {
+        if self.total == 0 {
+            return String::new();
+        }
+        let start = self.bytes.len().saturating_sub(MAX_STDERR_SHOWN);
+        let text = String::from_utf8_lossy(&self.bytes[start..]);
+        let text = text.trim_end();
+        if text.is_empty() {
+            return String::new();
+        }
+        if self.total > MAX_STDERR_SHOWN {
+            format!(
+                "; stderr (last {MAX_STDERR_SHOWN} of {} bytes): …{text}",
+                self.total
+            )
+        } else {
+            format!("; stderr: {text}")
+        }
+    }
+}
+
+/// Kills a child's process group when asked, and when dropped.
+pub(crate) struct Group {
+    pgid: Option<i32>,
+}
+
+impl Group {
+    /// The group `child` leads (it was started by [`command`]).
+    pub(crate) fn of(child: &tokio::process::Child) -> Group {
+        Group {
+            pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+        }
+    }
+
+    pub(crate) fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            kill_group(pgid);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: `killpg` takes two integers and touches no memory of ours. `pgid` is the
+        // group this call created for its command (`process_group(0)` makes the child's pid
+        // its group id); an error (the group is already gone) is ignored.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: i32) {}
+
+/// Reads `pipe` to its end, handing each chunk to `sink`, which returns whether to go on.
+pub(crate) async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8]) -> bool) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if !sink(&buf[..n]) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// `exited with status 3`, `killed by signal 9 (SIGKILL)`.
+pub(crate) fn describe_exit(status: &std::process::ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                libc::SIGKILL => " (SIGKILL)",
+                libc::SIGTERM => " (SIGTERM)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGABRT => " (SIGABRT)",
+                libc::SIGINT => " (SIGINT)",
+                libc::SIGPIPE => " (SIGPIPE)",
+                libc::SIGBUS => " (SIGBUS)",
+                libc::SIGFPE => " (SIGFPE)",
+                libc::SIGILL => " (SIGILL)",
+                _ => "",
+            };
+            return format!("killed by signal {sig}{name}");
+        }
+    }
+    format!("ended abnormally ({status})")
+}

@@ -1,0 +1,700 @@
+//! A connection to one upstream MCP server, whose tools it registers as ordinary tools.
+//!
+//! - **Start**: a stdio server is started by [`crate::child::command`] (its own process
+//!   group, a cleared environment, stderr kept); an HTTP server is reached over rmcp's
+//!   streamable HTTP client. Starting, `initialize` and the first `tools/list` (every page)
+//!   must end within the server's `startup_timeout`.
+//! - **Tools**: each listed tool becomes `NAME.tool` with its `inputSchema` and
+//!   `outputSchema` imported; a tool whose schema cannot be imported, or whose name cannot
+//!   be registered, is skipped and said in [`Connection::warnings`].
+//! - **Calls**: the arguments go as they are; the result becomes a value as
+//!   [`super::content`] says. A call cancelled by its signal, dropped, or past the server's
+//!   `call_timeout` sends `notifications/cancelled` for its request. Progress notifications
+//!   for a call reach the registry's observers ([`crate::hooks::Observer::progress`]).
+//! - **Changes**: `notifications/tools/list_changed` re-lists the tools and swaps them in
+//!   the registry (the old handles disposed, the new tools registered), so a host sees the
+//!   new set on its next run.
+//! - **End**: dropping the [`Connection`] unregisters its tools, stops its tasks and kills
+//!   the server's process group; no process is left behind.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
+    RequestId, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::config::{ServerConfig, Transport};
+use super::content::result_value;
+use crate::child::{Group, Tail, describe_exit, drain};
+use crate::dispatch::registry::WeakRegistry;
+use crate::dispatch::{ErrorKind, Exec, Progress, Registry, Tool, ToolError, ToolHandle};
+use crate::schema::{ParameterSchema, ValueSchema};
+
+/// A server that could not be used: its name, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server {server:?}: {message}")]
+pub struct ConnectError {
+    /// The server's name.
+    pub server: String,
+    /// What went wrong, with the end of its stderr when it has one.
+    pub message: String,
+}
+
+/// A live connection to one upstream MCP server, with its tools registered.
+///
+/// Dropping it unregisters the tools, closes the connection and kills a stdio server's
+/// process group.
+pub struct Connection {
+    conn: Arc<Conn>,
+    relist: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.conn.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Conn {
+    config: ServerConfig,
+    peer: Peer<RoleClient>,
+    /// Kept so the connection lives; dropped (cancelled) with the connection.
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    process: Mutex<Option<Process>>,
+    stderr: Arc<Mutex<Tail>>,
+    noise: Arc<Mutex<Noise>>,
+    progress: Progresses,
+    registry: WeakRegistry,
+    handles: Mutex<Vec<ToolHandle>>,
+    warnings: Mutex<Vec<String>>,
+}
+
+/// A stdio server's process: killed with its group when dropped.
+struct Process {
+    child: tokio::process::Child,
+    group: Group,
+}
+
+type Progresses = Arc<Mutex<HashMap<ProgressToken, Exec>>>;
+
+/// Lines a stdio server printed on stdout that cannot be MCP messages (a message is a JSON
+/// object or array on one line): how many, and the start of the first.
+#[derive(Default)]
+struct Noise {
+    lines: usize,
+    first: Vec<u8>,
+}
+
+/// Bytes of the first stray stdout line an error message quotes.
+const NOISE_SHOWN: usize = 200;
+
+impl Noise {
+    /// `; it printed 2 lines on stdout that are not MCP messages, the first: "garbage"`.
+    fn suffix(&self) -> String {
+        if self.lines == 0 {
+            return String::new();
+        }
+        let first = String::from_utf8_lossy(&self.first);
+        let lines = if self.lines == 1 { "line" } else { "lines" };
+        format!(
+            "; it printed {} {lines} on stdout that are not MCP messages, the first: {:?}",
+            self.lines,
+            first.trim_end()
+        )
+    }
+}
+
+/// A stdio server's stdout as rmcp reads it, watched on the way for lines that are not
+/// messages (rmcp skips them silently): no copy, one pass over the bytes read.
+struct Watched<R> {
+    inner: R,
+    noise: Arc<Mutex<Noise>>,
+    at_line_start: bool,
+    in_noise: bool,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if polled.is_ready() {
+            let this = &mut *self;
+            for &b in &buf.filled()[before..] {
+                if this.at_line_start {
+                    match b {
+                        b' ' | b'\t' | b'\r' | b'\n' => {}
+                        b'{' | b'[' => this.at_line_start = false,
+                        _ => {
+                            this.at_line_start = false;
+                            this.in_noise = true;
+                            let mut noise = lock(&this.noise);
+                            noise.lines += 1;
+                            if noise.lines == 1 {
+                                noise.first.push(b);
+                            }
+                        }
+                    }
+                } else if b == b'\n' {
+                    this.at_line_start = true;
+                    this.in_noise = false;
+                } else if this.in_noise {
+                    let mut noise = lock(&this.noise);
+                    if noise.lines == 1 && noise.first.len() < NOISE_SHOWN {
+                        noise.first.push(b);
+                    }
+                }
+            }
+        }
+        polled
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What rmcp calls on the client side: progress and list changes.
+struct Handler {
+    progress: Progresses,
+    list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let exec = lock(&self.progress).get(&params.progress_token).cloned();
+        if let Some(exec) = exec {
+            exec.progress(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("codemode", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Connects to every server at once and registers their tools in `registry`: one result
+/// per server, in the order given. A server that fails does not stop the others.
+///
+/// # Errors
+/// Per server, as [`Connection::connect`]; two servers with the same name: the second
+/// fails.
+pub async fn connect_all(
+    configs: Vec<ServerConfig>,
+    registry: &Registry,
+) -> Vec<Result<Connection, ConnectError>> {
+    let mut seen = std::collections::HashSet::new();
+    let attempts = configs.into_iter().map(|config| {
+        let duplicate = !seen.insert(config.name.clone());
+        async move {
+            if duplicate {
+                return Err(ConnectError {
+                    message: "another server has this name; give each server its own".into(),
+                    server: config.name,
+                });
+            }
+            Connection::connect(config, registry).await
+        }
+    });
+    futures::future::join_all(attempts).await
+}
+
+impl Connection {
+    /// Starts or reaches the server, initializes the session, lists its tools (every page)
+    /// and registers them in `registry` as `NAME.tool`.
+    ///
+    /// # Errors
+    /// A [`ConnectError`] naming the server when it cannot be started, exits or closes the
+    /// connection during start-up (with the end of its stderr), does not answer within
+    /// its `startup_timeout`, or answers `initialize` or `tools/list` with an error. Nothing
+    /// is left running or registered then.
+    pub async fn connect(
+        config: ServerConfig,
+        registry: &Registry,
+    ) -> Result<Connection, ConnectError> {
+        let server = config.name.clone();
+        let fail = |message: String| ConnectError {
+            server: server.clone(),
+            message,
+        };
+        super::config::check_server_name(&config.name).map_err(fail)?;
+        let progress: Progresses = Arc::default();
+        let list_changed = Arc::new(Notify::new());
+        let handler = Handler {
+            progress: progress.clone(),
+            list_changed: list_changed.clone(),
+        };
+        let stderr = Arc::new(Mutex::new(Tail::default()));
+        let noise = Arc::new(Mutex::new(Noise::default()));
+        let limit = config.startup_timeout;
+        let mut process = None;
+        let mut stderr_reader = None;
+        let started = match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let dir = match cwd {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir()
+                        .map_err(|e| fail(format!("the current folder cannot be read: {e}")))?,
+                };
+                let mut cmd = crate::child::command(command, args, &dir, env);
+                let mut child = cmd
+                    .spawn()
+                    .map_err(|e| fail(format!("could not start `{command}`: {e}")))?;
+                let group = Group::of(&child);
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(fail("its stdin or stdout could not be opened".into()));
+                };
+                if let Some(pipe) = child.stderr.take() {
+                    let tail = stderr.clone();
+                    // One reader per server for its whole life, not per call.
+                    stderr_reader = Some(tokio::spawn(drain(pipe, move |chunk| {
+                        lock(&tail).push(chunk);
+                        true
+                    })));
+                }
+                process = Some(Process { child, group });
+                let stdout = Watched {
+                    inner: stdout,
+                    noise: noise.clone(),
+                    at_line_start: true,
+                    in_noise: false,
+                };
+                tokio::time::timeout(limit, handler.serve((stdout, stdin)))
+                    .await
+                    .map(|r| r.map_err(|e| e.to_string()))
+            }
+            Transport::Http { url, headers } => {
+                let transport = http_transport(url, headers).map_err(fail)?;
+                tokio::time::timeout(limit, handler.serve(transport))
+                    .await
+                    .map(|r| r.map_err(|e| e.to_string()))
+            }
+        };
+        let service = match started {
+            Ok(Ok(service)) => service,
+            failed => {
+                // A server that is exiting: give it a moment to be reaped, and its stderr to
+                // be read to the end, for the message.
+                let grace = std::time::Duration::from_millis(300);
+                let mut exit = None;
+                if let Some(p) = process.as_mut() {
+                    exit = match failed {
+                        Ok(Err(_)) => tokio::time::timeout(grace, p.child.wait())
+                            .await
+                            .ok()
+                            .and_then(Result::ok),
+                        _ => p.child.try_wait().ok().flatten(),
+                    };
+                    if exit.is_some()
+                        && let Some(reader) = stderr_reader.take()
+                    {
+                        let _ = tokio::time::timeout(grace, reader).await;
+                    }
+                }
+                let what = match (failed, exit) {
+                    (_, Some(status)) => {
+                        format!("the server {} during start-up", describe_exit(&status))
+                    }
+                    (Ok(Err(e)), None) => format!("start-up failed: {e}"),
+                    (_, None) => format!(
+                        "did not answer `initialize` within its start-up limit of {} ms",
+                        limit.as_millis()
+                    ),
+                };
+                return Err(fail(format!(
+                    "{what}{}{}",
+                    lock(&noise).suffix(),
+                    lock(&stderr).suffix()
+                )));
+            }
+        };
+        let conn = Arc::new(Conn {
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            process: Mutex::new(process),
+            stderr,
+            noise,
+            progress,
+            registry: registry.downgrade(),
+            handles: Mutex::new(Vec::new()),
+            warnings: Mutex::new(Vec::new()),
+            config,
+        });
+        let listed = tokio::time::timeout(limit, conn.peer.list_all_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => conn.install(registry, &tools),
+            Ok(Err(e)) => {
+                return Err(fail(
+                    conn.failure(&format!("`tools/list` failed: {}", error_text(&e))),
+                ));
+            }
+            Err(_) => {
+                return Err(fail(conn.failure(&format!(
+                    "did not answer `tools/list` within its start-up limit of {} ms",
+                    limit.as_millis()
+                ))));
+            }
+        }
+        let relist = {
+            let conn = Arc::downgrade(&conn);
+            tokio::spawn(async move {
+                loop {
+                    list_changed.notified().await;
+                    let Some(conn) = conn.upgrade() else { return };
+                    conn.relist().await;
+                }
+            })
+        };
+        Ok(Connection { conn, relist })
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.conn.config.name
+    }
+
+    /// The names of its registered tools (`NAME.tool`), in the server's order.
+    pub fn tools(&self) -> Vec<String> {
+        lock(&self.conn.handles)
+            .iter()
+            .map(|h| h.name().to_owned())
+            .collect()
+    }
+
+    /// Tools of the last listing that were skipped, one sentence each (a schema that
+    /// cannot be imported, a name that cannot be registered).
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.conn.warnings).clone()
+    }
+
+    /// The end of what the server wrote on stderr (at most 2 000 bytes), for diagnostics.
+    pub fn stderr(&self) -> String {
+        lock(&self.conn.stderr)
+            .suffix()
+            .trim_start_matches("; ")
+            .to_owned()
+    }
+
+    /// Lists the tools again and swaps them in the registry, as a
+    /// `notifications/tools/list_changed` does.
+    pub async fn refresh(&self) {
+        self.conn.relist().await;
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.relist.abort();
+        for handle in lock(&self.conn.handles).drain(..) {
+            handle.dispose();
+        }
+        drop(lock(&self.conn.service).take());
+        if let Some(mut process) = lock(&self.conn.process).take() {
+            process.group.kill();
+            // Reaped by tokio in the background (`kill_on_drop`): no zombie stays.
+            let _ = process.child.start_kill();
+        }
+    }
+}
+
+/// rmcp's streamable HTTP client for `url` with `headers` on every request.
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut map = HashMap::new();
+    let mut auth = None;
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("authorization") {
+            // rmcp sends it itself, as a bearer token.
+            auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_owned());
+            continue;
+        }
+        let name =
+            http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
+        let value = http::HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+        map.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
+    if let Some(token) = auth {
+        config = config.auth_header(token);
+    }
+    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+}
+
+/// The message of an rmcp error, without its type's prefix.
+fn error_text(e: &ServiceError) -> String {
+    match e {
+        ServiceError::McpError(data) => data.message.to_string(),
+        other => other.to_string(),
+    }
+}
+
+impl Conn {
+    /// `what`, then why the server is gone when it is (its exit status), then the end of
+    /// its stderr.
+    fn failure(&self, what: &str) -> String {
+        let exit = lock(&self.process)
+            .as_mut()
+            .and_then(|p| p.child.try_wait().ok().flatten())
+            .map(|s| format!(" (the server {})", describe_exit(&s)))
+            .unwrap_or_default();
+        format!(
+            "{what}{exit}{}{}",
+            lock(&self.noise).suffix(),
+            lock(&self.stderr).suffix()
+        )
+    }
+
+    /// Registers the tools of a listing in place of the previous ones.
+    fn install(self: &Arc<Self>, registry: &Registry, tools: &[rmcp::model::Tool]) {
+        let mut handles = lock(&self.handles);
+        for handle in handles.drain(..) {
+            handle.dispose();
+        }
+        let mut warnings = Vec::new();
+        for def in tools {
+            let def = match serde_json::to_value(def) {
+                Ok(v) => v,
+                Err(e) => {
+                    warnings.push(format!("tool {:?} skipped: {e}", def.name));
+                    continue;
+                }
+            };
+            match self
+                .tool(&def)
+                .and_then(|tool| registry.register(tool).map_err(|e| e.to_string()))
+            {
+                Ok(handle) => handles.push(handle),
+                Err(e) => warnings.push(format!(
+                    "tool {:?} skipped: {e}",
+                    def.get("name").and_then(Value::as_str).unwrap_or("")
+                )),
+            }
+        }
+        for w in &warnings {
+            tracing::warn!(server = %self.config.name, "{w}");
+        }
+        *lock(&self.warnings) = warnings;
+    }
+
+    async fn relist(self: &Arc<Self>) {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
+        match tokio::time::timeout(self.config.startup_timeout, self.peer.list_all_tools()).await {
+            Ok(Ok(tools)) => self.install(&registry, &tools),
+            Ok(Err(e)) => tracing::warn!(
+                server = %self.config.name,
+                "re-listing the tools failed: {}",
+                error_text(&e)
+            ),
+            Err(_) => tracing::warn!(server = %self.config.name, "re-listing the tools timed out"),
+        }
+    }
+
+    /// The tool for one entry of `tools/list`.
+    fn tool(self: &Arc<Self>, def: &Value) -> Result<Tool, String> {
+        let tool = def
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("it has no name")?
+            .to_owned();
+        let input = def
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+        let (parameters, _) = ParameterSchema::from_json_schema(&input)
+            .map_err(|e| format!("its inputSchema cannot be used: {}: {}", e.path, e.message))?;
+        let output_schema = def.get("outputSchema").filter(|s| !s.is_null());
+        let output = match output_schema {
+            Some(schema) => {
+                ValueSchema::from_json_schema(schema)
+                    .map_err(|e| {
+                        format!("its outputSchema cannot be used: {}: {}", e.path, e.message)
+                    })?
+                    .0
+            }
+            None => ValueSchema::default(),
+        };
+        let has_output_schema = output_schema.is_some();
+        let description = def
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let conn = Arc::downgrade(self);
+        let server = self.config.name.clone();
+        Tool::builder(format!("{}.{tool}", self.config.name))
+            .description(description)
+            .parameters(parameters)
+            .output(output)
+            .execute(move |arguments, exec| {
+                let conn = conn.upgrade();
+                let tool = tool.clone();
+                let server = server.clone();
+                async move {
+                    let Some(conn) = conn else {
+                        return Err(ToolError::new(format!(
+                            "MCP server {server:?} is disconnected"
+                        )));
+                    };
+                    conn.call(&tool, &arguments, exec, has_output_schema).await
+                }
+            })
+            .build()
+            .map_err(|e| e.to_string())
+    }
+
+    /// One `tools/call`.
+    async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &Value,
+        exec: Exec,
+        has_output_schema: bool,
+    ) -> Result<Value, ToolError> {
+        let server = &self.config.name;
+        if self.peer.is_transport_closed() {
+            return Err(ToolError::new(self.failure(&format!(
+                "MCP server {server:?} is no longer running; {server}.{tool} cannot be called"
+            ))));
+        }
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = match arguments {
+            Value::Object(map) => Some(map.clone()),
+            _ => None,
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.call_error(tool, &e))?;
+        let mut pending = Pending {
+            conn: self.clone(),
+            id: Some(handle.id.clone()),
+            token: handle.progress_token.clone(),
+        };
+        lock(&self.progress).insert(pending.token.clone(), exec.clone());
+        let limit = self.config.call_timeout;
+        let response = tokio::select! {
+            response = handle.await_response() => response,
+            () = exec.signal().cancelled() => {
+                pending.cancel("the call was cancelled").await;
+                return Err(ToolError::cancelled());
+            }
+            () = tokio::time::sleep(limit) => {
+                pending.cancel("timeout").await;
+                return Err(ToolError::with_kind(
+                    ErrorKind::Timeout,
+                    self.failure(&format!(
+                        "MCP server {server:?} did not answer {server}.{tool} within its {} ms call timeout; the call was cancelled",
+                        limit.as_millis()
+                    )),
+                ));
+            }
+        };
+        pending.id = None;
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let value = serde_json::to_value(&result).map_err(|e| {
+                    ToolError::new(format!("{server}.{tool}: the result cannot be read: {e}"))
+                })?;
+                result_value(&value, has_output_schema, self.config.include_binary)
+                    .map_err(ToolError::new)
+            }
+            Ok(_) => Err(ToolError::new(format!(
+                "{server}.{tool}: the server answered `tools/call` with something other than a tool result"
+            ))),
+            Err(e) => Err(self.call_error(tool, &e)),
+        }
+    }
+
+    fn call_error(&self, tool: &str, e: &ServiceError) -> ToolError {
+        let server = &self.config.name;
+        match e {
+            ServiceError::McpError(data) => ToolError::new(data.message.to_string()),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                ToolError::new(self.failure(&format!(
+                    "MCP server {server:?} closed the connection during {server}.{tool}"
+                )))
+            }
+            other => ToolError::new(format!("{server}.{tool}: {other}")),
+        }
+    }
+}
+
+/// A request in flight: its progress entry is removed when it ends, and a request that is
+/// abandoned (its call dropped) is cancelled at the server.
+struct Pending {
+    conn: Arc<Conn>,
+    id: Option<RequestId>,
+    token: ProgressToken,
+}
+
+impl Pending {
+    async fn cancel(&mut self, reason: &str) {
+        if let Some(id) = self.id.clone() {
+            let _ = self.conn.peer.notify_cancelled(cancelled(id, reason)).await;
+            // Only now: a call dropped while this was sending sends it from `drop`.
+            self.id = None;
+        }
+    }
+}
+
+fn cancelled(id: RequestId, reason: &str) -> CancelledNotificationParam {
+    CancelledNotificationParam::new(Some(id), Some(reason.to_owned()))
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        lock(&self.conn.progress).remove(&self.token);
+        if let Some(id) = self.id.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            // Only an abandoned call gets here (the program ended with it in flight).
+            let peer = self.conn.peer.clone();
+            runtime.spawn(async move {
+                let _ = peer
+                    .notify_cancelled(cancelled(id, "the program ended"))
+                    .await;
+            });
+        }
+    }
+}

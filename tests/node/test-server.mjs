@@ -1,0 +1,135 @@
+// An MCP server for the tests of codemode's MCP client: the cases the real servers cannot
+// show on demand. Built on the MCP TypeScript SDK's low-level `Server`.
+//
+//   node test-server.mjs [--log FILE] [--http]
+//
+// Tools: `slow {ms}` (answers after ms, or notes its cancellation in FILE), `exit {code}`
+// (the process exits mid-call), `steps {n}` (n progress notifications, then "done"),
+// `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
+// (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
+// item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
+// content that breaks its outputSchema). `tools/list` pages two tools at a time.
+// With --http it serves streamable HTTP on a free loopback port and prints
+// `listening http://127.0.0.1:PORT/mcp` on stdout.
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import { appendFileSync } from "node:fs";
+import { createServer } from "node:http";
+
+const argv = process.argv.slice(2);
+const logFile = argv.includes("--log") ? argv[argv.indexOf("--log") + 1] : null;
+const note = (line) => logFile && appendFileSync(logFile, line + "\n");
+
+const object = (properties, required = []) => ({ type: "object", properties, required });
+const tools = [
+  { name: "slow", description: "Answer after ms.", inputSchema: object({ ms: { type: "integer" } }, ["ms"]) },
+  { name: "exit", description: "Exit the server process.", inputSchema: object({ code: { type: "integer" } }, ["code"]) },
+  { name: "steps", description: "Report progress n times.", inputSchema: object({ n: { type: "integer" } }, ["n"]) },
+  { name: "add_tool", description: "Add a tool.", inputSchema: object({ name: { type: "string" } }, ["name"]) },
+  { name: "fail", description: "An isError result.", inputSchema: object({ message: { type: "string" } }, ["message"]) },
+  { name: "rpc_error", description: "A JSON-RPC error.", inputSchema: object({ message: { type: "string" } }, ["message"]) },
+  { name: "image", description: "An image of that many bytes.", inputSchema: object({ bytes: { type: "integer" } }, ["bytes"]) },
+  {
+    name: "pid",
+    description: "The server's process id.",
+    inputSchema: object({}),
+    outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
+  },
+  {
+    name: "bad_output",
+    description: "Structured content that breaks its own outputSchema.",
+    inputSchema: object({}),
+    outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
+  },
+];
+
+function makeServer() {
+  const server = new Server(
+    { name: "codemode-test-server", version: "1.0.0" },
+    { capabilities: { tools: { listChanged: true } } },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+    const start = Number(request.params?.cursor ?? 0);
+    const page = tools.slice(start, start + 2);
+    const next = start + 2 < tools.length ? String(start + 2) : undefined;
+    return next ? { tools: page, nextCursor: next } : { tools: page };
+  });
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const args = request.params.arguments ?? {};
+    const text = (t) => ({ content: [{ type: "text", text: t }] });
+    switch (request.params.name) {
+      case "slow":
+        return await new Promise((resolve) => {
+          const timer = setTimeout(() => resolve(text(`slept ${args.ms}`)), args.ms);
+          extra.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            note(`cancelled slow ${args.ms}`);
+          });
+        });
+      case "exit":
+        process.stderr.write(`exiting with ${args.code} on request\n`);
+        process.exit(args.code);
+      case "steps": {
+        const token = request.params._meta?.progressToken;
+        for (let i = 1; i <= args.n; i++) {
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, progress: i, total: args.n, message: `step ${i}` },
+            });
+          }
+        }
+        return text("done");
+      }
+      case "add_tool":
+        tools.push({ name: args.name, description: "Added at run time.", inputSchema: object({}) });
+        await server.sendToolListChanged();
+        return text(`added ${args.name}`);
+      case "fail":
+        return { isError: true, content: [{ type: "text", text: args.message }] };
+      case "rpc_error":
+        throw new McpError(-32001, args.message);
+      case "image":
+        return {
+          content: [{ type: "image", mimeType: "image/png", data: Buffer.alloc(args.bytes, 7).toString("base64") }],
+        };
+      case "bad_output":
+        return { content: [{ type: "text", text: "x" }], structuredContent: { pid: "x" } };
+      case "pid":
+        return { content: [{ type: "text", text: String(process.pid) }], structuredContent: { pid: process.pid } };
+      default:
+        if (tools.some((t) => t.name === request.params.name)) return text(`${request.params.name} ran`);
+        throw new McpError(-32602, `no tool ${request.params.name}`);
+    }
+  });
+  return server;
+}
+
+if (argv.includes("--http")) {
+  const http = createServer(async (req, res) => {
+    // Stateless: a server and a transport per request.
+    const server = makeServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => transport.close());
+    await server.connect(transport);
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const auth = req.headers["authorization"] ?? "";
+      note(`authorization ${auth}`);
+      transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+    });
+  });
+  http.listen(0, "127.0.0.1", () => {
+    process.stdout.write(`listening http://127.0.0.1:${http.address().port}/mcp\n`);
+  });
+} else {
+  process.stderr.write("test server ready\n");
+  await makeServer().connect(new StdioServerTransport());
+}
