@@ -7,7 +7,7 @@
 const [examples, readme, cargo] = await Promise.all([
   tools.fs_list_directory({ path: "examples" }),
   tools.fs_read_text_file({ path: "README.md" }),
-  tools["fs.read_text_file"]({ path: "Cargo.toml", head: 12 }),
+  tools["fs.read_text_file"]({ path: "Cargo.toml", head: 30 }),
 ]);
 
 const files = examples.content
