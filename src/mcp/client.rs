@@ -610,6 +610,7 @@ impl Conn {
             conn: self.clone(),
             id: Some(handle.id.clone()),
             token: handle.progress_token.clone(),
+            runtime: tokio::runtime::Handle::current(),
         };
         lock(&self.progress).insert(pending.token.clone(), exec.clone());
         let limit = self.config.call_timeout;
@@ -666,6 +667,9 @@ struct Pending {
     conn: Arc<Conn>,
     id: Option<RequestId>,
     token: ProgressToken,
+    /// Where to send the cancellation from when the call is dropped: the future may be
+    /// dropped on a thread without a runtime (a sandbox torn down elsewhere).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Pending {
@@ -685,12 +689,10 @@ fn cancelled(id: RequestId, reason: &str) -> CancelledNotificationParam {
 impl Drop for Pending {
     fn drop(&mut self) {
         lock(&self.conn.progress).remove(&self.token);
-        if let Some(id) = self.id.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
+        if let Some(id) = self.id.take() {
             // Only an abandoned call gets here (the program ended with it in flight).
             let peer = self.conn.peer.clone();
-            runtime.spawn(async move {
+            self.runtime.spawn(async move {
                 let _ = peer
                     .notify_cancelled(cancelled(id, "the program ended"))
                     .await;

@@ -357,7 +357,10 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
             "MCP server \"t\" did not answer t.slow within its 300 ms call timeout; the call was cancelled; stderr: test server ready"
         );
         // A program that ends with a call in flight: the call is cancelled at the server.
-        let run = h.run("tools.t_slow({ms: 4000}); return 1").await;
+        // (The awaited call's answer comes after the server has the first request.)
+        let run = h
+            .run("tools.t_slow({ms: 4000}); await tools.t_steps({n: 1}); return 1")
+            .await;
         assert_eq!(run["status"], "ok", "{run}");
         // The outer call cancelled: its nested call is cancelled at the server.
         let registry = h.registry.clone();
