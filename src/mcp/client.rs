@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
-    RequestId, ServerResult,
+    ClientConfig, ClientRequest, ContentBlock, Implementation, ProgressNotificationParam,
+    ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceError, ServiceExt};
@@ -78,10 +78,47 @@ struct Conn {
     warnings: Mutex<Vec<String>>,
 }
 
-/// A stdio server's process: killed with its group when dropped.
+/// A stdio server's process: killed with its group when dropped. One task per server
+/// waits for it to exit, so its exit status is known as soon as it ends.
 struct Process {
-    child: tokio::process::Child,
     group: Group,
+    exit: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+    waiter: tokio::task::JoinHandle<()>,
+}
+
+/// How long a server that closed its connection is given to exit, for its status in the
+/// message: 300 ms.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
+impl Process {
+    fn start(mut child: tokio::process::Child, group: Group) -> Process {
+        let (tx, exit) = tokio::sync::watch::channel(None);
+        let waiter = tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            let _ = tx.send(status);
+        });
+        Process {
+            group,
+            exit,
+            waiter,
+        }
+    }
+}
+
+/// The exit status of a process that has exited, waiting up to [`EXIT_GRACE`] for it.
+async fn exit_status(
+    mut exit: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+) -> Option<std::process::ExitStatus> {
+    let status = tokio::time::timeout(EXIT_GRACE, exit.wait_for(Option::is_some)).await;
+    status.ok()?.ok().and_then(|s| *s)
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.group.kill();
+        // The child is dropped with its waiter: tokio reaps it (`kill_on_drop`).
+        self.waiter.abort();
+    }
 }
 
 type Progresses = Arc<Mutex<HashMap<ProgressToken, Exec>>>;
@@ -284,7 +321,7 @@ impl Connection {
                         true
                     })));
                 }
-                process = Some(Process { child, group });
+                process = Some(Process::start(child, group));
                 let stdout = Watched {
                     inner: stdout,
                     noise: noise.clone(),
@@ -307,20 +344,16 @@ impl Connection {
             failed => {
                 // A server that is exiting: give it a moment to be reaped, and its stderr to
                 // be read to the end, for the message.
-                let grace = std::time::Duration::from_millis(300);
                 let mut exit = None;
-                if let Some(p) = process.as_mut() {
+                if let Some(p) = process.as_ref() {
                     exit = match failed {
-                        Ok(Err(_)) => tokio::time::timeout(grace, p.child.wait())
-                            .await
-                            .ok()
-                            .and_then(Result::ok),
-                        _ => p.child.try_wait().ok().flatten(),
+                        Ok(Err(_)) => exit_status(p.exit.clone()).await,
+                        _ => *p.exit.borrow(),
                     };
                     if exit.is_some()
                         && let Some(reader) = stderr_reader.take()
                     {
-                        let _ = tokio::time::timeout(grace, reader).await;
+                        let _ = tokio::time::timeout(EXIT_GRACE, reader).await;
                     }
                 }
                 let what = match (failed, exit) {
@@ -421,11 +454,7 @@ impl Drop for Connection {
             handle.dispose();
         }
         drop(lock(&self.conn.service).take());
-        if let Some(mut process) = lock(&self.conn.process).take() {
-            process.group.kill();
-            // Reaped by tokio in the background (`kill_on_drop`): no zombie stays.
-            let _ = process.child.start_kill();
-        }
+        drop(lock(&self.conn.process).take());
     }
 }
 
@@ -470,8 +499,8 @@ impl Conn {
     /// its stderr.
     fn failure(&self, what: &str) -> String {
         let exit = lock(&self.process)
-            .as_mut()
-            .and_then(|p| p.child.try_wait().ok().flatten())
+            .as_ref()
+            .and_then(|p| *p.exit.borrow())
             .map(|s| format!(" (the server {})", describe_exit(&s)))
             .unwrap_or_default();
         format!(
@@ -591,6 +620,10 @@ impl Conn {
     ) -> Result<Value, ToolError> {
         let server = &self.config.name;
         if self.peer.is_transport_closed() {
+            let exit = lock(&self.process).as_ref().map(|p| p.exit.clone());
+            if let Some(exit) = exit {
+                exit_status(exit).await;
+            }
             return Err(ToolError::new(self.failure(&format!(
                 "MCP server {server:?} is no longer running; {server}.{tool} cannot be called"
             ))));
@@ -604,8 +637,11 @@ impl Conn {
         let handle = self
             .peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| self.call_error(tool, &e))?;
+            .await;
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.call_error(tool, &e).await),
+        };
         let mut pending = Pending {
             conn: self.clone(),
             id: Some(handle.id.clone()),
@@ -633,7 +669,21 @@ impl Conn {
         };
         pending.id = None;
         match response {
-            Ok(ServerResult::CallToolResult(result)) => {
+            Ok(ServerResult::CallToolResult(mut result)) => {
+                // The two common shapes without a detour through a JSON tree (same values as
+                // `result_value` gives).
+                if result.is_error != Some(true) {
+                    if has_output_schema && let Some(value) = result.structured_content.take() {
+                        return Ok(value);
+                    }
+                    if !has_output_schema
+                        && result.content.len() == 1
+                        && matches!(result.content[0], ContentBlock::Text(_))
+                        && let Some(ContentBlock::Text(text)) = result.content.pop()
+                    {
+                        return Ok(Value::String(text.text));
+                    }
+                }
                 let value = serde_json::to_value(&result).map_err(|e| {
                     ToolError::new(format!("{server}.{tool}: the result cannot be read: {e}"))
                 })?;
@@ -643,15 +693,20 @@ impl Conn {
             Ok(_) => Err(ToolError::new(format!(
                 "{server}.{tool}: the server answered `tools/call` with something other than a tool result"
             ))),
-            Err(e) => Err(self.call_error(tool, &e)),
+            Err(e) => Err(self.call_error(tool, &e).await),
         }
     }
 
-    fn call_error(&self, tool: &str, e: &ServiceError) -> ToolError {
+    async fn call_error(&self, tool: &str, e: &ServiceError) -> ToolError {
         let server = &self.config.name;
         match e {
             ServiceError::McpError(data) => ToolError::new(data.message.to_string()),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                // The connection closes as the server exits: wait for its status.
+                let exit = lock(&self.process).as_ref().map(|p| p.exit.clone());
+                if let Some(exit) = exit {
+                    exit_status(exit).await;
+                }
                 ToolError::new(self.failure(&format!(
                     "MCP server {server:?} closed the connection during {server}.{tool}"
                 )))
