@@ -54,6 +54,36 @@ pub(crate) fn out(text: &str) {
     }
 }
 
+/// Completes on Ctrl-C, or (on Unix) SIGTERM or SIGHUP: what a terminal, a supervisor or
+/// an MCP client that closes a stdio server sends.
+pub(crate) async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(mut term), Ok(mut hup)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
 /// A failure before the work could start: exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -82,6 +112,7 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let serves = matches!(cli.command, Command::Mcp(_));
     let runtime = match runtime_for(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
@@ -90,12 +121,27 @@ pub(crate) fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
-            Command::Run(c) => c.execute().await,
-            Command::Check(c) => c.execute().await,
-            Command::Types(c) => c.execute().await,
-            Command::Tools(c) => c.execute().await,
-            Command::Mcp(c) => c.execute().await,
+        let work = async {
+            match cli.command {
+                Command::Run(c) => c.execute().await,
+                Command::Check(c) => c.execute().await,
+                Command::Types(c) => c.execute().await,
+                Command::Tools(c) => c.execute().await,
+                // It handles the signals itself, to end its sessions in order.
+                Command::Mcp(c) => c.execute().await,
+            }
+        };
+        if serves {
+            return work.await;
+        }
+        // Stopped by a signal, the work is dropped first: its MCP servers' process groups
+        // are killed and its processes ended, then the process exits (status 130).
+        tokio::select! {
+            result = work => result,
+            () = shutdown_signal() => {
+                eprintln!("codemode: stopped by a signal");
+                Ok(ExitCode::from(130))
+            }
         }
     });
     // The output is printed: a file operation still blocked in the kernel (a cancelled

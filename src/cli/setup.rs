@@ -62,6 +62,13 @@ impl ToolOptions {
         for path in &self.mcp_configs {
             configs.extend(load_config(path).map_err(|e| SetupError(e.to_string()))?);
         }
+        let mut names = std::collections::HashSet::new();
+        if let Some(c) = configs.iter().find(|c| !names.insert(c.name.as_str())) {
+            return Err(SetupError(format!(
+                "two MCP servers are named {:?} (--mcp and --mcp-config together); give each its own name",
+                c.name
+            )));
+        }
         // A server that fails is said on stderr; the others, and the run, go on.
         let mut servers = Vec::with_capacity(configs.len());
         for connected in connect_all(configs, &registry).await {

@@ -129,7 +129,14 @@ type Progresses = Arc<Mutex<HashMap<ProgressToken, Exec>>>;
 struct Noise {
     lines: usize,
     first: Vec<u8>,
+    /// A message longer than [`MAX_MESSAGE_BYTES`] ended the connection.
+    oversize: bool,
 }
+
+/// The longest message a stdio server may send: 64 MiB (as a manifest command's stdout).
+/// A longer line ends the connection with an error that says so, rather than being
+/// dropped silently while its call waits for its timeout.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
 /// Bytes of the first stray stdout line an error message quotes.
 const NOISE_SHOWN: usize = 200;
@@ -137,16 +144,26 @@ const NOISE_SHOWN: usize = 200;
 impl Noise {
     /// `; it printed 2 lines on stdout that are not MCP messages, the first: "garbage"`.
     fn suffix(&self) -> String {
-        if self.lines == 0 {
-            return String::new();
+        let mut out = String::new();
+        if self.oversize {
+            out.push_str(&format!(
+                "; it sent a message longer than {MAX_MESSAGE_BYTES} bytes (the limit), which ended the connection"
+            ));
         }
-        let first = String::from_utf8_lossy(&self.first);
-        let lines = if self.lines == 1 { "line" } else { "lines" };
-        format!(
-            "; it printed {} {lines} on stdout that are not MCP messages, the first: {:?}",
-            self.lines,
-            first.trim_end()
-        )
+        if self.lines > 0 {
+            let first = String::from_utf8_lossy(&self.first);
+            let (lines, are) = if self.lines == 1 {
+                ("line", "is")
+            } else {
+                ("lines", "are")
+            };
+            out.push_str(&format!(
+                "; it printed {} {lines} on stdout that {are} not MCP messages, the first: {:?}",
+                self.lines,
+                first.trim_end()
+            ));
+        }
+        out
     }
 }
 
@@ -157,6 +174,7 @@ struct Watched<R> {
     noise: Arc<Mutex<Noise>>,
     at_line_start: bool,
     in_noise: bool,
+    line_bytes: usize,
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
@@ -170,6 +188,17 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
         if polled.is_ready() {
             let this = &mut *self;
             for &b in &buf.filled()[before..] {
+                if b == b'\n' {
+                    this.line_bytes = 0;
+                } else {
+                    this.line_bytes += 1;
+                    if this.line_bytes > MAX_MESSAGE_BYTES {
+                        lock(&this.noise).oversize = true;
+                        return std::task::Poll::Ready(Err(std::io::Error::other(
+                            "an MCP message longer than the limit",
+                        )));
+                    }
+                }
                 if this.at_line_start {
                     match b {
                         b' ' | b'\t' | b'\r' | b'\n' => {}
@@ -257,10 +286,16 @@ pub async fn connect_all(
                     server: config.name,
                 });
             }
-            Connection::connect(config, registry).await
+            Connection::start(config, registry).await
         }
     });
-    futures::future::join_all(attempts).await
+    // Started together; registered in the order given, so which of two colliding names
+    // wins does not depend on which server answered first.
+    futures::future::join_all(attempts)
+        .await
+        .into_iter()
+        .map(|started| started.map(|s| s.register(registry)))
+        .collect()
 }
 
 impl Connection {
@@ -276,6 +311,12 @@ impl Connection {
         config: ServerConfig,
         registry: &Registry,
     ) -> Result<Connection, ConnectError> {
+        Ok(Connection::start(config, registry)
+            .await?
+            .register(registry))
+    }
+
+    async fn start(config: ServerConfig, registry: &Registry) -> Result<Started, ConnectError> {
         let server = config.name.clone();
         let fail = |message: String| ConnectError {
             server: server.clone(),
@@ -301,6 +342,12 @@ impl Connection {
                 cwd,
             } => {
                 let dir = match cwd {
+                    Some(dir) if !dir.is_dir() => {
+                        return Err(fail(format!(
+                            "its folder (cwd) {} is not a folder that exists",
+                            dir.display()
+                        )));
+                    }
                     Some(dir) => dir.clone(),
                     None => std::env::current_dir()
                         .map_err(|e| fail(format!("the current folder cannot be read: {e}")))?,
@@ -327,16 +374,20 @@ impl Connection {
                     noise: noise.clone(),
                     at_line_start: true,
                     in_noise: false,
+                    line_bytes: 0,
                 };
-                tokio::time::timeout(limit, handler.serve((stdout, stdin)))
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
+                        .with_max_line_length(MAX_MESSAGE_BYTES);
+                tokio::time::timeout(limit, handler.serve(transport))
                     .await
-                    .map(|r| r.map_err(|e| e.to_string()))
+                    .map(|r| r.map_err(|e| root_cause(&e)))
             }
             Transport::Http { url, headers } => {
                 let transport = http_transport(url, headers).map_err(fail)?;
                 tokio::time::timeout(limit, handler.serve(transport))
                     .await
-                    .map(|r| r.map_err(|e| e.to_string()))
+                    .map(|r| r.map_err(|e| root_cause(&e)))
             }
         };
         let service = match started {
@@ -358,7 +409,7 @@ impl Connection {
                 }
                 let what = match (failed, exit) {
                     (_, Some(status)) => {
-                        format!("the server {} during start-up", describe_exit(&status))
+                        format!("the server {} during start-up", exited(&status))
                     }
                     (Ok(Err(e)), None) => format!("start-up failed: {e}"),
                     (_, None) => format!(
@@ -386,8 +437,8 @@ impl Connection {
             config,
         });
         let listed = tokio::time::timeout(limit, conn.peer.list_all_tools()).await;
-        match listed {
-            Ok(Ok(tools)) => conn.install(registry, &tools),
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
                 return Err(fail(
                     conn.failure(&format!("`tools/list` failed: {}", error_text(&e))),
@@ -399,7 +450,31 @@ impl Connection {
                     limit.as_millis()
                 ))));
             }
-        }
+        };
+        Ok(Started {
+            conn,
+            tools,
+            list_changed,
+        })
+    }
+}
+
+/// A server that answered `initialize` and `tools/list`, its tools not yet registered.
+struct Started {
+    conn: Arc<Conn>,
+    tools: Vec<rmcp::model::Tool>,
+    list_changed: Arc<Notify>,
+}
+
+impl Started {
+    /// Registers the tools and starts following `list_changed`.
+    fn register(self, registry: &Registry) -> Connection {
+        let Started {
+            conn,
+            tools,
+            list_changed,
+        } = self;
+        conn.install(registry, &tools);
         let relist = {
             let conn = Arc::downgrade(&conn);
             tokio::spawn(async move {
@@ -410,9 +485,11 @@ impl Connection {
                 }
             })
         };
-        Ok(Connection { conn, relist })
+        Connection { conn, relist }
     }
+}
 
+impl Connection {
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.conn.config.name
@@ -486,6 +563,26 @@ fn http_transport(
     ))
 }
 
+/// `exited with status 3`, `was killed by signal 9 (SIGKILL)`.
+fn exited(status: &std::process::ExitStatus) -> String {
+    let text = describe_exit(status);
+    if text.starts_with("killed") {
+        format!("was {text}")
+    } else {
+        text
+    }
+}
+
+/// The innermost cause of an error (`Connection refused (os error 111)`), not the chain of
+/// transport types above it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
 /// The message of an rmcp error, without its type's prefix.
 fn error_text(e: &ServiceError) -> String {
     match e {
@@ -501,7 +598,7 @@ impl Conn {
         let exit = lock(&self.process)
             .as_ref()
             .and_then(|p| *p.exit.borrow())
-            .map(|s| format!(" (the server {})", describe_exit(&s)))
+            .map(|s| format!(" (the server {})", exited(&s)))
             .unwrap_or_default();
         format!(
             "{what}{exit}{}{}",

@@ -222,9 +222,14 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
         .description(description)
         .describe_with(|base, registry| {
             match crate::declarations::declarations(registry, crate::declarations::Layout::Compact) {
-                Ok(d) => format!(
-                    "{base}\n\nThe tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n```ts\n{d}```"
-                ),
+                Ok(d) => {
+                    // A fence longer than any run of backticks in the declarations (a
+                    // description may hold one), so nothing closes it early (CommonMark).
+                    let fence = "`".repeat(longest_backtick_run(&d).max(2) + 1);
+                    format!(
+                        "{base}\n\nThe tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n{fence}ts\n{d}{fence}"
+                    )
+                }
                 Err(e) => format!("{base}\n\n(The tools' declarations could not be made: {e}.)"),
             }
         })
@@ -470,4 +475,9 @@ pub fn render_text(value: &Value) -> String {
         Ok(output) => output.render_text(),
         Err(_) => value.to_string(),
     }
+}
+
+/// The length of the longest run of backticks in `text`.
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }

@@ -25,6 +25,15 @@ fn test_server(args: &[&str]) -> Vec<String> {
     words
 }
 
+/// `--mcp NAME=node tests/node/test-server.mjs`.
+fn test_flag(name: &str) -> String {
+    let words = test_server(&[]);
+    format!(
+        "{name}={}",
+        shlex::try_join(words.iter().map(String::as_str)).unwrap()
+    )
+}
+
 fn codemode(args: &[&str], dir: &Path) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(args)
@@ -141,10 +150,7 @@ return {{text, listing, back, echo, created, sum, weather: Object.keys(weather).
 #[test]
 fn declarations_group_each_servers_tools_and_list_every_page() {
     let dir = tempfile::tempdir().unwrap();
-    let flag = format!(
-        "t={}",
-        shlex::try_join(test_server(&[]).iter().map(String::as_str)).unwrap()
-    );
+    let flag = test_flag("t");
     let out = codemode(&["types", "--mcp", &flag], dir.path());
     let types = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{types}");
@@ -183,10 +189,7 @@ fn declarations_group_each_servers_tools_and_list_every_page() {
 #[test]
 fn results_errors_progress_and_stderr_reach_the_program_and_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    let flag = format!(
-        "t={}",
-        shlex::try_join(test_server(&[]).iter().map(String::as_str)).unwrap()
-    );
+    let flag = test_flag("t");
     let program = write(
         dir.path(),
         "p.js",
@@ -346,7 +349,7 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
         let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(20)));
         let servers = connect_all(vec![config], &h.registry).await;
         let server = servers.into_iter().next().unwrap().unwrap();
-        assert_eq!(server.tools().len(), 9);
+        assert_eq!(server.tools().len(), 10);
 
         // Past the server's call timeout: a timeout error naming server, tool and limit.
         let outcome = h.registry.call("t.slow", json!({"ms": 5000})).await;
@@ -406,7 +409,7 @@ fn a_changed_tool_list_is_swapped_into_the_registry() {
         while registry.get("t.extra").is_none() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(server.tools().len(), 10, "{:?}", server.tools());
+        assert_eq!(server.tools().len(), 11, "{:?}", server.tools());
         let outcome = registry.call("t.extra", json!({})).await;
         assert_eq!(outcome.value(), Some(&json!("extra ran")));
         // Dropping the connection unregisters every tool of the server.
@@ -479,17 +482,31 @@ fn bad_flags_and_config_files_are_usage_errors() {
             config.display()
         )
     );
-    // Two servers with one name: the second is refused, the first works.
-    let flag = format!(
-        "t={}",
-        shlex::try_join(test_server(&[]).iter().map(String::as_str)).unwrap()
-    );
+    // Two servers with one name: a usage error before anything starts.
+    let flag = test_flag("t");
     let out = codemode(&["tools", "--mcp", &flag, "--mcp", &flag], dir.path());
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("t.pid"));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: two MCP servers are named \"t\" (--mcp and --mcp-config together); give each its own name\n"
+    );
+    // A cwd that does not exist is named as such.
+    let config = write(
+        dir.path(),
+        "d.json",
+        r#"{"mcpServers": {"x": {"command": "node", "cwd": "nope"}}}"#,
+    );
+    let out = codemode(
+        &["tools", "--mcp-config", config.to_str().unwrap()],
+        dir.path(),
+    );
     assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "codemode: MCP server \"x\": its folder (cwd) {} is not a folder that exists\n",
+            dir.path().join("nope").display()
+        )),
+        "{}",
         String::from_utf8_lossy(&out.stderr)
-            .contains("MCP server \"t\": another server has this name")
     );
 }
 
@@ -518,4 +535,96 @@ fn the_readme_example_reads_this_repository_through_server_filesystem() {
         )),
         "{log}"
     );
+}
+
+#[test]
+fn a_message_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = write(
+        dir.path(),
+        "p.js",
+        "try { await tools.t_huge({bytes: 65 * 1024 * 1024}); } catch (e) { return e.message; }",
+    );
+    let started = Instant::now();
+    let out = codemode(
+        &[
+            "run",
+            program.to_str().unwrap(),
+            "--mcp",
+            &test_flag("t"),
+            "--json",
+        ],
+        dir.path(),
+    );
+    // Not the 60 s call timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+    let value = json_of(&out);
+    let message = value["result"].as_str().unwrap();
+    // The server then dies of the closed pipe (its exit status and its stderr follow).
+    assert!(
+        message.starts_with("MCP server \"t\" closed the connection during t.huge"),
+        "{value}"
+    );
+    assert!(
+        message.contains(&format!(
+            "; it sent a message longer than {} bytes (the limit), which ended the connection; stderr: test server ready\n",
+            codemode::mcp::MAX_MESSAGE_BYTES
+        )),
+        "{value}"
+    );
+}
+
+#[test]
+fn a_signal_stops_the_run_and_every_server_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "echo $$ >> {}; exec {}",
+        pids.display(),
+        shlex::try_join(test_server(&[]).iter().map(String::as_str)).unwrap()
+    );
+    let server = format!("t=sh -c {}", shlex::try_quote(&script).unwrap());
+    let program = write(dir.path(), "p.js", "await tools.t_slow({ms: 30000});");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", program.to_str().unwrap(), "--mcp", &server])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the server has started (its pid is written), stop codemode.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .is_empty()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: u32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The call is in flight when the signal comes (the server answers after 30 s).
+    std::thread::sleep(Duration::from_millis(500));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: stopped by a signal\n"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "the server {pid} outlived codemode");
 }

@@ -8,7 +8,7 @@
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
 // item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
-// content that breaks its outputSchema). `tools/list` pages two tools at a time.
+// content that breaks its outputSchema), `huge {bytes}` (a text that long). `tools/list` pages two tools at a time.
 // With --http it serves streamable HTTP on a free loopback port and prints
 // `listening http://127.0.0.1:PORT/mcp` on stdout.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -41,6 +41,7 @@ const tools = [
     inputSchema: object({}),
     outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
   },
+  { name: "huge", description: "A text of that many bytes.", inputSchema: object({ bytes: { type: "integer" } }, ["bytes"]) },
   {
     name: "bad_output",
     description: "Structured content that breaks its own outputSchema.",
@@ -99,6 +100,8 @@ function makeServer() {
         return {
           content: [{ type: "image", mimeType: "image/png", data: Buffer.alloc(args.bytes, 7).toString("base64") }],
         };
+      case "huge":
+        return text("y".repeat(args.bytes));
       case "bad_output":
         return { content: [{ type: "text", text: "x" }], structuredContent: { pid: "x" } };
       case "pid":

@@ -70,7 +70,7 @@ impl McpCommand {
         let served = match self.http {
             None => tokio::select! {
                 served = server.serve_stdio() => served,
-                () = shutdown_signal() => Ok(()),
+                () = crate::cli::shutdown_signal() => Ok(()),
             },
             Some(addr) => {
                 let mut options = HttpOptions::default();
@@ -81,7 +81,7 @@ impl McpCommand {
                     .await
                     .map_err(|e| SetupError(e.to_string()))?;
                 eprintln!("codemode mcp: listening on {}", http.url());
-                http.serve_until(shutdown_signal()).await
+                http.serve_until(crate::cli::shutdown_signal()).await
             }
         };
         drop(server);
@@ -93,30 +93,6 @@ impl McpCommand {
                 Ok(ExitCode::from(1))
             }
         }
-    }
-}
-
-/// Completes on Ctrl-C or (on Unix) SIGTERM (what MCP clients send a stdio server they
-/// close), so the server ends its sessions and removes its spill folder before the
-/// process exits.
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
     }
 }
 

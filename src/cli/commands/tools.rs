@@ -20,13 +20,16 @@ impl ToolsCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let tools = self.tools.load().await?;
         if self.json {
-            let schemas = tools.registry.schemas();
+            let mut schemas = tools.registry.schemas();
+            schemas.sort_by(|a, b| a.name.cmp(&b.name));
             crate::cli::out(&format!(
                 "{}\n",
                 serde_json::to_string_pretty(&schemas).unwrap_or_default()
             ));
         } else {
-            for t in tools.registry.sandbox_tools() {
+            let mut sorted = tools.registry.sandbox_tools();
+            sorted.sort_by(|a, b| a.name().cmp(b.name()));
+            for t in sorted {
                 let alias = codemode::tool_alias(t.name());
                 let alias = if alias != t.name() {
                     format!(" (tools.{alias})")
