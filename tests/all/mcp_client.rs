@@ -589,7 +589,7 @@ fn a_signal_stops_the_run_and_every_server_with_it() {
     );
     let server = format!("t=sh -c {}", shlex::try_quote(&script).unwrap());
     let program = write(dir.path(), "p.js", "await tools.t_slow({ms: 30000});");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(["run", program.to_str().unwrap(), "--mcp", &server])
         .current_dir(dir.path())
         .stderr(std::process::Stdio::piped())
