@@ -77,11 +77,18 @@ fn bench(c: &mut Criterion) {
         "await Promise.all(Array.from({{length: {CALLS}}}, () => tools.everything_echo({{message: 'x'}})));"
     );
 
-    // Direct: rmcp's client on its own connection.
+    // Direct: rmcp's client on its own connection, to a server started as codemode starts
+    // one (the environment cleared but for PATH and HOME), so only the client differs.
     let direct = rt
         .block_on(async {
-            let transport =
-                rmcp::transport::TokioChildProcess::new(tokio::process::Command::new(&server))?;
+            let mut command = tokio::process::Command::new(&server);
+            command.env_clear();
+            for key in ["PATH", "HOME"] {
+                if let Some(value) = std::env::var_os(key) {
+                    command.env(key, value);
+                }
+            }
+            let transport = rmcp::transport::TokioChildProcess::new(command)?;
             ().serve(transport).await.map_err(std::io::Error::other)
         })
         .unwrap();
