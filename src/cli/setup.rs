@@ -43,7 +43,11 @@ pub(crate) struct Tools {
 }
 
 impl ToolOptions {
-    pub(crate) async fn load(&self) -> Result<Tools, SetupError> {
+    /// The registry with every tool of the options. `servers_must_start`: an MCP server
+    /// that fails is an error (exit 2) for the commands whose output describes the tools
+    /// (`types`, `tools`, `check`: declarations silently missing a server's tools would
+    /// mislead); `run` and `mcp` say it on stderr and go on with the others.
+    pub(crate) async fn load(&self, servers_must_start: bool) -> Result<Tools, SetupError> {
         let registry = Registry::new();
         let files = FileTools::new(&self.root)
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;
@@ -71,6 +75,7 @@ impl ToolOptions {
         }
         // A server that fails is said on stderr; the others, and the run, go on.
         let mut servers = Vec::with_capacity(configs.len());
+        let mut failed = Vec::new();
         for connected in connect_all(configs, &registry).await {
             match connected {
                 Ok(server) => {
@@ -79,8 +84,12 @@ impl ToolOptions {
                     }
                     servers.push(server);
                 }
+                Err(e) if servers_must_start => failed.push(e.to_string()),
                 Err(e) => eprintln!("codemode: {e}"),
             }
+        }
+        if !failed.is_empty() {
+            return Err(SetupError(failed.join("\ncodemode: ")));
         }
         Ok(Tools {
             registry,

@@ -490,6 +490,23 @@ fn bad_flags_and_config_files_are_usage_errors() {
         String::from_utf8_lossy(&out.stderr),
         "codemode: two MCP servers are named \"t\" (--mcp and --mcp-config together); give each its own name\n"
     );
+    // A server that fails stops the commands that describe the tools (their output would
+    // miss its tools); `run` goes on (see the test of failing servers).
+    for command in ["types", "tools", "check"] {
+        let mut args = vec![command];
+        if command == "check" {
+            args.push("p.js");
+            write(dir.path(), "p.js", "return 1;");
+        }
+        args.extend(["--mcp", "x=false", "--mcp", &flag]);
+        let out = codemode(&args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "codemode: MCP server \"x\": the server exited with status 1 during start-up\n",
+            "{command}"
+        );
+    }
     // A cwd that does not exist is named as such.
     let config = write(
         dir.path(),

@@ -28,7 +28,7 @@ pub(crate) struct CheckCommand {
 impl CheckCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let source = read_program(&self.program)?;
-        let tools = self.tools.load().await?;
+        let tools = self.tools.load(true).await?;
         let shown = if self.program == "-" {
             "<stdin>"
         } else {

@@ -57,7 +57,7 @@ fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
 
 impl McpCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
-        let tools = self.tools.load().await?;
+        let tools = self.tools.load(false).await?;
         let config = McpServerConfig::default()
             .run_code(
                 self.limits

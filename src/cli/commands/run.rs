@@ -48,7 +48,7 @@ pub(crate) fn read_program(program: &str) -> Result<String, SetupError> {
 impl RunCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let code = read_program(&self.program)?;
-        let tools = self.tools.load().await?;
+        let tools = self.tools.load(false).await?;
         let root = self
             .tools
             .root

@@ -18,7 +18,7 @@ pub(crate) struct ToolsCommand {
 
 impl ToolsCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
-        let tools = self.tools.load().await?;
+        let tools = self.tools.load(true).await?;
         if self.json {
             let mut schemas = tools.registry.schemas();
             schemas.sort_by(|a, b| a.name.cmp(&b.name));

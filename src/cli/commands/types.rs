@@ -29,7 +29,7 @@ pub(crate) struct TypesCommand {
 
 impl TypesCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
-        let tools = self.tools.load().await?;
+        let tools = self.tools.load(true).await?;
         if self.rust {
             // typify panics on some schemas; that is caught and becomes a commented
             // fallback type, so its panic message is not for the user.
