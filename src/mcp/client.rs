@@ -186,45 +186,67 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if polled.is_ready() {
-            let this = &mut *self;
-            for &b in &buf.filled()[before..] {
-                if b == b'\n' {
-                    this.line_bytes = 0;
-                } else {
-                    this.line_bytes += 1;
-                    if this.line_bytes > MAX_MESSAGE_BYTES {
-                        lock(&this.noise).oversize = true;
-                        return std::task::Poll::Ready(Err(std::io::Error::other(
-                            "an MCP message longer than the limit",
-                        )));
-                    }
+            // Line by line through what was read: one look per line start, one lock per
+            // stretch of a stray line, never per byte.
+            let mut rest = &buf.filled()[before..];
+            while !rest.is_empty() {
+                let newline = rest.iter().position(|&b| b == b'\n');
+                let part = &rest[..newline.unwrap_or(rest.len())];
+                if !self.watch(part) {
+                    return std::task::Poll::Ready(Err(std::io::Error::other(
+                        "an MCP message longer than the limit",
+                    )));
                 }
-                if this.at_line_start {
-                    match b {
-                        b' ' | b'\t' | b'\r' | b'\n' => {}
-                        b'{' | b'[' => this.at_line_start = false,
-                        _ => {
-                            this.at_line_start = false;
-                            this.in_noise = true;
-                            let mut noise = lock(&this.noise);
-                            noise.lines += 1;
-                            if noise.lines == 1 {
-                                noise.first.push(b);
-                            }
-                        }
+                match newline {
+                    Some(i) => {
+                        self.line_bytes = 0;
+                        self.at_line_start = true;
+                        self.in_noise = false;
+                        rest = &rest[i + 1..];
                     }
-                } else if b == b'\n' {
-                    this.at_line_start = true;
-                    this.in_noise = false;
-                } else if this.in_noise {
-                    let mut noise = lock(&this.noise);
-                    if noise.lines == 1 && noise.first.len() < NOISE_SHOWN {
-                        noise.first.push(b);
-                    }
+                    None => rest = &[],
                 }
             }
         }
         polled
+    }
+}
+
+impl<R> Watched<R> {
+    /// Notes `part`, a piece of one line; `false` when the line is past the limit.
+    fn watch(&mut self, part: &[u8]) -> bool {
+        self.line_bytes += part.len();
+        if self.line_bytes > MAX_MESSAGE_BYTES {
+            lock(&self.noise).oversize = true;
+            return false;
+        }
+        let mut stray = &[][..];
+        if self.at_line_start {
+            match part.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                None => return true,
+                Some(i) => {
+                    self.at_line_start = false;
+                    if matches!(part[i], b'{' | b'[') {
+                        return true;
+                    }
+                    self.in_noise = true;
+                    lock(&self.noise).lines += 1;
+                    stray = &part[i..];
+                }
+            }
+        } else if self.in_noise {
+            stray = part;
+        }
+        if !stray.is_empty() {
+            let mut noise = lock(&self.noise);
+            if noise.lines == 1 && noise.first.len() < NOISE_SHOWN {
+                let room = NOISE_SHOWN - noise.first.len();
+                noise
+                    .first
+                    .extend_from_slice(&stray[..stray.len().min(room)]);
+            }
+        }
+        true
     }
 }
 
