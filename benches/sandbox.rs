@@ -6,6 +6,10 @@
 //!   runtime + context + eval;
 //! - `Promise.all` of 10 000 calls to a tool that sleeps 1 ms vs the same with a raw host
 //!   function;
+//! - sequential calls to a tool answered by another task (as an MCP client's tool is: a
+//!   request over a channel, the answer over a oneshot), through `run_code`, through
+//!   `Registry::call`, and as the bare channel round trip: what a pending call costs the
+//!   sandbox and the pipeline, without a server's noise;
 //! - resident memory of 1 000 concurrent idle sandboxes, each awaiting a tool (printed).
 //!
 //! `cargo bench --bench sandbox`
@@ -20,8 +24,41 @@ use rquickjs::function::Async;
 use rquickjs::{AsyncContext, AsyncRuntime, Function, Promise};
 use serde_json::json;
 
-fn registry() -> Registry {
+/// A request to the answering task of the `remote` tool.
+type Ask = tokio::sync::oneshot::Sender<serde_json::Value>;
+
+/// The answering task: every request gets `"Echo: x"` at once.
+fn answering(rt: &tokio::runtime::Runtime) -> tokio::sync::mpsc::UnboundedSender<Ask> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Ask>();
+    rt.spawn(async move {
+        while let Some(ask) = rx.recv().await {
+            let _ = ask.send(json!("Echo: x"));
+        }
+    });
+    tx
+}
+
+/// One round trip to the answering task.
+async fn ask(server: &tokio::sync::mpsc::UnboundedSender<Ask>) -> serde_json::Value {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    server.send(tx).expect("the answering task runs");
+    rx.await.expect("the answering task answers")
+}
+
+fn registry(server: tokio::sync::mpsc::UnboundedSender<Ask>) -> Registry {
     let registry = Registry::new();
+    registry
+        .register(
+            Tool::builder("remote")
+                .execute(move |_a, _e| {
+                    let server = server.clone();
+                    async move { Ok(ask(&server).await) }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+        .forget();
     let limits = Limits::default()
         .max_tool_calls(1_000_000)
         .max_in_flight(20_000);
@@ -86,7 +123,33 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let registry = registry();
+    let server = answering(&rt);
+    let registry = registry(server.clone());
+
+    let mut group = c.benchmark_group("1000 sequential calls answered by another task");
+    group.bench_function("run_code tools.remote", |b| {
+        b.to_async(&rt).iter(|| async {
+            let o = registry
+                .call("run_code", json!({"code": "for (let i = 0; i < 1000; i++) await tools.remote({}); return 1"}))
+                .await;
+            assert_eq!(o.value().unwrap()["status"], "ok");
+        })
+    });
+    group.bench_function("registry.call remote", |b| {
+        b.to_async(&rt).iter(|| async {
+            for _ in 0..1000 {
+                assert!(!registry.call("remote", json!({})).await.is_error());
+            }
+        })
+    });
+    group.bench_function("channel round trip", |b| {
+        b.to_async(&rt).iter(|| async {
+            for _ in 0..1000 {
+                assert_eq!(ask(&server).await, "Echo: x");
+            }
+        })
+    });
+    group.finish();
 
     let mut group = c.benchmark_group("1000 sequential awaited calls");
     group.bench_function("codemode tools.noop (full pipeline)", |b| {
@@ -149,7 +212,7 @@ fn rss_bytes() -> Option<u64> {
 
 /// Prints the resident memory 1 000 sandboxes take while each awaits a tool.
 fn idle_sandboxes_memory(rt: &tokio::runtime::Runtime) {
-    let registry = registry();
+    let registry = registry(answering(rt));
     let release = Arc::new(tokio::sync::Notify::new());
     let started = Arc::new(tokio::sync::Semaphore::new(0));
     let (r, s) = (release.clone(), started.clone());

@@ -244,7 +244,7 @@ fn host_call<'js>(
         }
     };
     drop(conv);
-    let (id, mut call, waker, max_output) = {
+    let (id, mut call, woken, max_output) = {
         let mut st = lock(state);
         // Again: a getter or `toJSON` may have started calls while the arguments converted.
         if st.calls.made() >= max_calls {
@@ -253,13 +253,15 @@ fn host_call<'js>(
         match st.calls.open(tool, name, json) {
             Opened::Queued(id) => return Ok(Started::Pending(id)),
             Opened::Started(id, call) => {
-                (id, call, st.waker.clone(), st.limits.max_tool_output_bytes)
+                (id, call, st.woken.clone(), st.limits.max_tool_output_bytes)
             }
         }
     };
     // Poll once now: a tool that is ready at once answers without a trip through the loop.
-    if let Some(waker) = waker
-        && let Poll::Ready((_, outcome)) = call.as_mut().poll(&mut TaskContext::from_waker(&waker))
+    let wake = woken.waker(id);
+    if let Poll::Ready(outcome) = call
+        .as_mut()
+        .poll(&mut TaskContext::from_waker(wake.waker()))
     {
         {
             let mut st = lock(state);
@@ -272,7 +274,7 @@ fn host_call<'js>(
             Err(message) => Started::Failed(message),
         });
     }
-    lock(state).calls.pending(id, call);
+    lock(state).calls.pending(id, call, wake);
     Ok(Started::Pending(id))
 }
 

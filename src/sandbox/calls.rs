@@ -19,17 +19,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Future, FutureExt};
+use futures::Future;
 use tokio_util::sync::CancellationToken;
 
+use super::inflight::CallWake;
 use super::report::{CallRecord, CallStatus};
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
 
 /// A call's number in its run: 1 for the first call the program made.
 pub(super) type CallId = u64;
 
-/// A started call: its id and its outcome, once the dispatch pipeline is done with it.
-pub(super) type CallFuture = Pin<Box<dyn Future<Output = (CallId, Outcome)> + Send>>;
+/// A started call: its outcome, once the dispatch pipeline is done with it.
+pub(super) type CallFuture = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
 /// What starting a call needs.
 pub(super) struct Dispatch {
@@ -42,18 +43,14 @@ pub(super) struct Dispatch {
 }
 
 impl Dispatch {
-    fn start(&self, id: CallId, name: Arc<str>, args: serde_json::Value) -> CallFuture {
+    fn start(&self, name: Arc<str>, args: serde_json::Value) -> CallFuture {
         let mut request = Request::new(name, args, self.signal.clone())
             .nested(true)
             .agent(self.agent.clone());
         if let Some(parent) = self.parent {
             request = request.parent(parent);
         }
-        Box::pin(
-            self.registry
-                .dispatch(request)
-                .map(move |outcome| (id, outcome)),
-        )
+        Box::pin(self.registry.dispatch(request))
     }
 }
 
@@ -93,9 +90,9 @@ pub(super) struct Calls {
     /// Calls started whose outcome has not arrived.
     in_flight: usize,
     max_in_flight: usize,
-    /// Calls a tool function started that did not finish on their first poll, for the
-    /// loop to poll.
-    started: Vec<CallFuture>,
+    /// Calls a tool function started that did not finish on their first poll, with the
+    /// waker of that poll, for the loop to poll.
+    started: Vec<(CallId, CallFuture, CallWake)>,
     /// The name of each tool the program sees, by index.
     tools: Vec<Arc<str>>,
     dispatch: Dispatch,
@@ -168,18 +165,18 @@ impl Calls {
             tool,
             state: CallState::Starting,
         });
-        Opened::Started(id, self.dispatch.start(id, name.clone(), args))
+        Opened::Started(id, self.dispatch.start(name.clone(), args))
     }
 
-    /// The call `id` did not finish on its first poll: it runs from now, and the loop
-    /// polls `call` from here on.
-    pub(super) fn pending(&mut self, id: CallId, call: CallFuture) {
+    /// The call `id` did not finish on its first poll (made with `wake`): it runs from
+    /// now, and the loop polls `call` from here on.
+    pub(super) fn pending(&mut self, id: CallId, call: CallFuture, wake: CallWake) {
         if let Some(c) = self.slot(id) {
             c.state = CallState::Running {
                 since: Instant::now(),
             };
         }
-        self.started.push(call);
+        self.started.push((id, call, wake));
     }
 
     /// A started call's outcome arrived: one more call may start.
@@ -203,9 +200,12 @@ impl Calls {
 
     /// Hands the loop what it must poll from now on: the calls tool functions started, then
     /// the queued calls there is room for now, which start here.
-    pub(super) fn take_ready(&mut self, mut poll: impl FnMut(CallFuture)) {
-        for call in self.started.drain(..) {
-            poll(call);
+    pub(super) fn take_ready(
+        &mut self,
+        mut poll: impl FnMut(CallId, CallFuture, Option<CallWake>),
+    ) {
+        for (id, call, wake) in self.started.drain(..) {
+            poll(id, call, Some(wake));
         }
         while self.in_flight < self.max_in_flight {
             let Some(id) = self.queue.pop_front() else {
@@ -224,15 +224,15 @@ impl Calls {
             };
             self.in_flight += 1;
             let name = self.tools[call.tool].clone();
-            poll(self.dispatch.start(id, name, args));
+            poll(id, self.dispatch.start(name, args), None);
         }
     }
 
     /// The program ended (and every call's signal was cancelled): hands the loop the calls
     /// tool functions started, and drops the queue (those calls never reach a tool).
-    pub(super) fn close(&mut self, mut poll: impl FnMut(CallFuture)) {
-        for call in self.started.drain(..) {
-            poll(call);
+    pub(super) fn close(&mut self, mut poll: impl FnMut(CallId, CallFuture, Option<CallWake>)) {
+        for (id, call, wake) in self.started.drain(..) {
+            poll(id, call, Some(wake));
         }
         self.queue.clear();
     }

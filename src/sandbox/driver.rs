@@ -20,23 +20,21 @@
 //! ```
 
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Instant;
 
-use futures::FutureExt;
-use futures::stream::{FuturesUnordered, StreamExt};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Array, Ctx, Function, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, BridgeSlot, ReleaseBridge, settle_value};
-use super::calls::{CallFuture, CallId, Calls, Dispatch, status_of};
+use super::calls::{CallId, Calls, Dispatch, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown};
 use super::engine::{self, Engine};
 use super::errors::{self, PROGRAM_FILE};
 use super::flags::RunFlags;
 use super::host::{Host, Internals};
+use super::inflight::{InFlight, Woken};
 use super::logs::{CapturedLogs, LogCapture, LogSink};
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
@@ -96,6 +94,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
         Err(e) => return fail(e),
     };
     let calls_signal = request.signal.child_token();
+    let woken = Arc::new(Woken::default());
     let state: Shared = Arc::new(Mutex::new(HostState {
         calls: Calls::new(
             request
@@ -118,7 +117,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
         ),
         timers: Timers::default(),
         limits: request.limits.clone(),
-        waker: None,
+        woken: woken.clone(),
     }));
 
     let result = engine
@@ -129,7 +128,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
                 program: &program,
                 flags: &flags,
                 state: &state,
-                inflight: FuturesUnordered::new(),
+                inflight: InFlight::new(woken),
                 calls_signal,
             };
             let result = driver.drive(&ctx).await;
@@ -157,7 +156,7 @@ struct Driver<'a> {
     flags: &'a Arc<RunFlags>,
     state: &'a Shared,
     /// The calls in flight, polled here.
-    inflight: FuturesUnordered<CallFuture>,
+    inflight: InFlight,
     /// Parent of every nested call's signal: cancelled when the program ends.
     calls_signal: CancellationToken,
 }
@@ -187,9 +186,6 @@ impl Driver<'_> {
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
         let main = self.evaluate(ctx, &js)?;
-        // Calls made while the program's first synchronous part runs are polled with this
-        // task's waker too.
-        self.refresh_waker().await;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             js.internals.run_default.call((main,))
         } else {
@@ -273,10 +269,14 @@ impl Driver<'_> {
         js: &Js<'js>,
         promise: &Promise<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
-        let deadline = tokio::time::Instant::from_std(self.flags.deadline());
+        // Made once: a timer and a listener set up again at every turn of the loop would
+        // cost a timer-wheel entry and a lock on the signal's tree per call.
+        let request = self.request;
+        let cancelled = request.signal.cancelled();
+        let deadline =
+            tokio::time::sleep_until(tokio::time::Instant::from_std(self.flags.deadline()));
+        tokio::pin!(cancelled, deadline);
         loop {
-            // Calls started from JavaScript are polled once with this task's waker.
-            self.refresh_waker().await;
             // Run every queued microtask (the interrupt handler bounds CPU loops here).
             while self.flags.reason().is_none() && ctx.execute_pending_job() {}
             if let Some(e) = self.stopped() {
@@ -307,14 +307,14 @@ impl Driver<'_> {
             let timer_at = next_timer.map(tokio::time::Instant::from_std);
             tokio::select! {
                 biased;
-                _ = self.request.signal.cancelled() => {
+                _ = &mut cancelled => {
                     self.flags.cancel();
                 }
-                done = self.inflight.next(), if !self.inflight.is_empty() => {
+                done = std::future::poll_fn(|cx| self.inflight.poll_next(cx)), if !self.inflight.is_empty() => {
                     if let Some((id, outcome)) = done {
                         self.deliver(ctx, js, id, outcome)?;
                         // Deliver every other call that is already done, before running JS.
-                        while let Some(Some((id, outcome))) = self.inflight.next().now_or_never() {
+                        while let Some((id, outcome)) = self.inflight.next_done() {
                             self.deliver(ctx, js, id, outcome)?;
                         }
                     }
@@ -322,19 +322,10 @@ impl Driver<'_> {
                 _ = sleep_until(timer_at), if timer_at.is_some() => {
                     self.fire_timers(ctx, js)?;
                 }
-                _ = tokio::time::sleep_until(deadline) => {
+                _ = &mut deadline => {
                     self.flags.time_out();
                 }
             }
-        }
-    }
-
-    /// Stores this task's waker for the host functions (see [`HostState::waker`]).
-    async fn refresh_waker(&self) {
-        let waker = std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
-        let mut st = lock(self.state);
-        if !st.waker.as_ref().is_some_and(|w| w.will_wake(&waker)) {
-            st.waker = Some(waker);
         }
     }
 
@@ -344,7 +335,7 @@ impl Driver<'_> {
         let inflight = &mut self.inflight;
         lock(self.state)
             .calls
-            .take_ready(|call| inflight.push(call));
+            .take_ready(|id, call, wake| inflight.insert(id, call, wake));
     }
 
     /// Settles the promise of call `id` with its outcome.
@@ -419,7 +410,9 @@ impl Driver<'_> {
         self.calls_signal.cancel();
         {
             let inflight = &mut self.inflight;
-            lock(self.state).calls.close(|call| inflight.push(call));
+            lock(self.state)
+                .calls
+                .close(|id, call, wake| inflight.insert(id, call, wake));
         }
         if self.inflight.is_empty() {
             return;
@@ -428,7 +421,7 @@ impl Driver<'_> {
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             tokio::select! {
-                done = self.inflight.next() => match done {
+                done = std::future::poll_fn(|cx| self.inflight.poll_next(cx)) => match done {
                     Some((id, outcome)) => lock(self.state).calls.finish(id, CallStatus::Cancelled, Some(outcome.elapsed())),
                     None => break,
                 },

@@ -16,6 +16,7 @@
 //! | `shared.rs` | what the host functions and the loop share |
 //! | `bridge.rs` | the tool functions: a call from `tools.x(args)` to its settled promise |
 //! | `calls.rs` | the table of a run's calls: queueing, in flight, records |
+//! | `inflight.rs` | the calls in flight as the loop polls them, each with its own waker |
 //! | `convert.rs` | values across the boundary |
 //! | `bench.rs` | the value round trip the benches time (through `codemode::bench_support`) |
 //! | `timers.rs` | `setTimeout` and `setInterval` on the host side |
@@ -33,6 +34,7 @@ mod engine;
 mod errors;
 mod flags;
 mod host;
+mod inflight;
 mod limits;
 mod logs;
 mod prelude;

@@ -1,10 +1,10 @@
 //! What the host functions (called from JavaScript) and the event loop share during a run.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Waker;
 
 use super::Limits;
 use super::calls::Calls;
+use super::inflight::Woken;
 use super::logs::LogCapture;
 use super::timers::Timers;
 
@@ -15,9 +15,10 @@ pub(super) struct HostState {
     pub(super) logs: LogCapture,
     pub(super) timers: Timers,
     pub(super) limits: Limits,
-    /// The loop task's waker: a call started from JavaScript is polled with it once at
-    /// once, so a tool that is ready at once answers without a trip through the loop.
-    pub(super) waker: Option<Waker>,
+    /// Where calls' wakers queue the calls that can move, for the loop. A call started
+    /// from JavaScript is polled once at once with its waker, so a tool that is ready at
+    /// once answers without a trip through the loop.
+    pub(super) woken: Arc<Woken>,
 }
 
 /// [`HostState`] as the host functions and the loop hold it.
