@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!   tool_function ── host_call: arguments → JSON, open the call (start or queue),
-//!        │                      poll it once with the loop's waker
+//!        │                      poll it once with its own waker (inflight.rs)
 //!        ├── ready at once ──> a settled promise (Promise.resolve / failed(…))
 //!        └── pending ──> new promise; its resolving functions wait in Bridge::pending
 //!                          until the loop delivers the outcome (Bridge::settle)
