@@ -162,6 +162,10 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest configuration file [`load_config`] reads: 1 MiB (a real one is a few
+/// kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads an MCP client configuration file (`{"mcpServers": {NAME: ENTRY, …}}`, the form
 /// Claude Desktop, Cursor and the MCP inspector use). An entry has either `command` (with
 /// optional `args`, `env`, `cwd`; a relative `cwd` is taken from the file's folder) or
@@ -170,16 +174,28 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
 /// [`DEFAULT_CALL_TIMEOUT_MS`]), `startup_timeout_ms` (default
 /// [`DEFAULT_STARTUP_TIMEOUT_MS`]), `include_binary` (default `false`) and `disabled`
 /// (`true` skips the entry). Any other key is an error, so a typo cannot drop a setting.
+/// A leading UTF-8 byte order mark (which some editors write) is skipped; a file over
+/// [`MAX_CONFIG_BYTES`] is refused before it is read.
 ///
 /// # Errors
 /// A [`ConfigError`] naming the file and the place of the first problem.
 pub fn load_config(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    let fail = |message: String| ConfigError {
         at: file.clone(),
-        message: e.to_string(),
-    })?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError {
+        message,
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| fail(e.to_string()))?
+        .len();
+    if size > MAX_CONFIG_BYTES {
+        return Err(fail(format!(
+            "the file is {size} bytes; a configuration is at most {MAX_CONFIG_BYTES} bytes"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError {
         at: file.clone(),
         message: format!("not JSON: {e}"),
     })?;
@@ -498,5 +514,32 @@ mod tests {
             let e = parse_config(&bad, Path::new("."), "c.json").unwrap_err();
             assert!(e.to_string().contains(says), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_config_file_may_start_with_a_byte_order_mark_and_is_bounded_in_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bom.json");
+        std::fs::write(
+            &path,
+            "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}",
+        )
+        .unwrap();
+        let servers = load_config(&path).unwrap();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(servers[0].name, "a");
+
+        let path = dir.path().join("big.json");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_CONFIG_BYTES + 1).unwrap();
+        let error = load_config(&path).unwrap_err();
+        assert_eq!(error.at, path.display().to_string());
+        assert_eq!(
+            error.message,
+            format!(
+                "the file is {} bytes; a configuration is at most 1048576 bytes",
+                MAX_CONFIG_BYTES + 1
+            )
+        );
     }
 }

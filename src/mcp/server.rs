@@ -142,6 +142,14 @@ pub enum McpServerError {
         /// Why.
         source: std::io::Error,
     },
+    /// An allowed origin given to [`McpServer::bind_http`] is not an origin.
+    #[error("the allowed origin {origin:?} is not an origin: {reason}")]
+    Origin {
+        /// The value given.
+        origin: String,
+        /// Why it is not an origin.
+        reason: String,
+    },
     /// The connection failed: the client's `initialize` never came, the transport broke.
     #[error("serving MCP failed: {0}")]
     Serve(String),

@@ -602,7 +602,7 @@ fn a_foreign_origin_or_host_is_refused() {
         "--allow-host",
         "mcp.example",
         "--allow-origin",
-        "https://app.example:443",
+        "https://app.example",
     ]);
     let port = server.port();
     let local = format!("127.0.0.1:{port}");
@@ -612,8 +612,31 @@ fn a_foreign_origin_or_host_is_refused() {
         200
     );
     assert_eq!(
+        post_initialize(port, &local, Some("https://app.example:443")).0,
+        200
+    );
+    // An origin given without a port means the scheme's default port, not any port.
+    assert_eq!(
+        post_initialize(port, &local, Some("https://app.example:8443")).0,
+        403
+    );
+    assert_eq!(
         post_initialize(port, &local, Some("http://evil.example")).0,
         403
+    );
+}
+
+#[test]
+fn an_allowed_origin_that_is_not_an_origin_is_a_set_up_error() {
+    let out = Command::new(BIN)
+        .args(["mcp", "--http", "0", "--allow-origin", "app.example/x"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "codemode: the allowed origin \"app.example/x\" is not an origin: an origin starts with http:// or https://\n"
     );
 }
 

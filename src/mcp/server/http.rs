@@ -28,8 +28,10 @@ pub struct HttpOptions {
     /// More `Host` header values to accept, as `name` (any port) or `name:port`, e.g.
     /// `mcp.example.com`: for a server bound to a non-loopback address and reached by name.
     pub allowed_hosts: Vec<String>,
-    /// More `Origin` header values to accept, as `scheme://host:port` (`:*` for any port),
-    /// e.g. `https://app.example.com:443`.
+    /// More `Origin` header values to accept, as `http://` or `https://` `host[:port]`
+    /// (RFC 6454 origins: without a port, the scheme's default, 80 or 443; `:*` for any
+    /// port), or `null`, e.g. `https://app.example.com`. Anything else (a path, no scheme)
+    /// makes [`McpServer::bind_http`] fail with [`McpServerError::Origin`].
     pub allowed_origins: Vec<String>,
 }
 
@@ -95,7 +97,14 @@ impl McpServer {
             .into_iter()
             .map(|h| format!("http://{h}:{port}"))
             .collect();
-        origins.extend(options.allowed_origins);
+        for origin in &options.allowed_origins {
+            origins.push(
+                normalize_origin(origin).map_err(|reason| McpServerError::Origin {
+                    origin: origin.clone(),
+                    reason,
+                })?,
+            );
+        }
         let stop = CancellationToken::new();
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
@@ -159,5 +168,85 @@ impl HttpServer {
             })
             .await
             .map_err(|e| McpServerError::Serve(e.to_string()))
+    }
+}
+
+/// An allowed origin as the transport matches it: `scheme://host:port` with the port
+/// written out (the scheme's default when none is given, RFC 6454 §4), `:*` kept, or
+/// `null`; why not, for anything that is not an origin.
+fn normalize_origin(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text == "null" {
+        return Ok(text.to_owned());
+    }
+    let (scheme, rest) = text
+        .split_once("://")
+        .ok_or("an origin starts with http:// or https://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err("an origin starts with http:// or https://".to_owned()),
+    };
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return Err("an origin is a scheme, a host and a port, with no path".to_owned());
+    }
+    // The port follows the last `:` after an IPv6 literal's closing bracket.
+    let host_end = rest.find(']').map_or(0, |i| i + 1);
+    let (host, port) = match rest[host_end..].rfind(':') {
+        Some(i) => rest.split_at(host_end + i),
+        None => (rest, ""),
+    };
+    if host.is_empty() || (host.starts_with('[') != host.ends_with(']')) {
+        return Err("an origin names a host".to_owned());
+    }
+    let port = match port.strip_prefix(':') {
+        None => default_port.to_string(),
+        Some("*") => "*".to_owned(),
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("{p:?} is not a port"))?
+            .to_string(),
+    };
+    Ok(format!("{scheme}://{}:{port}", host.to_ascii_lowercase()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_origin;
+
+    #[test]
+    fn an_origin_is_written_out_with_its_port_and_anything_else_is_refused() {
+        for (given, kept) in [
+            ("https://App.Example", "https://app.example:443"),
+            ("http://app.example", "http://app.example:80"),
+            ("https://app.example:8443", "https://app.example:8443"),
+            ("http://localhost:*", "http://localhost:*"),
+            ("http://[::1]", "http://[::1]:80"),
+            ("http://[::1]:3000", "http://[::1]:3000"),
+            ("null", "null"),
+        ] {
+            assert_eq!(normalize_origin(given).as_deref(), Ok(kept), "{given}");
+        }
+        for (given, why) in [
+            ("app.example", "an origin starts with http:// or https://"),
+            (
+                "ftp://app.example",
+                "an origin starts with http:// or https://",
+            ),
+            (
+                "https://app.example/path",
+                "an origin is a scheme, a host and a port, with no path",
+            ),
+            (
+                "https://",
+                "an origin is a scheme, a host and a port, with no path",
+            ),
+            ("https://:443", "an origin names a host"),
+            ("https://app.example:99999", "\"99999\" is not a port"),
+            ("https://app.example:", "\"\" is not a port"),
+        ] {
+            assert_eq!(normalize_origin(given), Err(why.to_owned()), "{given}");
+        }
     }
 }
