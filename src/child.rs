@@ -131,9 +131,23 @@ impl Group {
 
     pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
-            kill_group(pgid);
+            signal_group(pgid, Signal::Kill);
         }
     }
+
+    /// Asks the group to end (SIGTERM); [`Group::kill`] still follows when it is dropped.
+    pub(crate) fn terminate(&self) {
+        if let Some(pgid) = self.pgid {
+            signal_group(pgid, Signal::Terminate);
+        }
+    }
+}
+
+/// The signals a group is sent.
+#[derive(Clone, Copy)]
+enum Signal {
+    Terminate,
+    Kill,
 }
 
 impl Drop for Group {
@@ -144,19 +158,23 @@ impl Drop for Group {
 
 #[cfg(unix)]
 #[allow(unsafe_code)]
-fn kill_group(pgid: i32) {
+fn signal_group(pgid: i32, signal: Signal) {
+    let signal = match signal {
+        Signal::Terminate => libc::SIGTERM,
+        Signal::Kill => libc::SIGKILL,
+    };
     if pgid > 1 {
         // SAFETY: `killpg` takes two integers and touches no memory of ours. `pgid` is the
         // group this call created for its command (`process_group(0)` makes the child's pid
         // its group id); an error (the group is already gone) is ignored.
         unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+            libc::killpg(pgid, signal);
         }
     }
 }
 
 #[cfg(not(unix))]
-fn kill_group(_pgid: i32) {}
+fn signal_group(_pgid: i32, _signal: Signal) {}
 
 /// Reads `pipe` to its end, handing each chunk to `sink`, which returns whether to go on.
 pub(crate) async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8]) -> bool) {

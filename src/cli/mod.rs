@@ -104,6 +104,15 @@ fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     }
 }
 
+/// Ends the MCP servers of a finished command in order ([`setup::close_servers`]); a
+/// signal meanwhile kills them at once.
+async fn close_servers_unless_stopped() {
+    tokio::select! {
+        () = setup::close_servers(true) => {}
+        () = shutdown_signal() => {}
+    }
+}
+
 pub(crate) fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -127,22 +136,30 @@ pub(crate) fn main() -> ExitCode {
                 Command::Check(c) => c.execute().await,
                 Command::Types(c) => c.execute().await,
                 Command::Tools(c) => c.execute().await,
-                // It handles the signals itself, to end its sessions in order.
                 Command::Mcp(c) => c.execute().await,
             }
         };
-        if serves {
-            return work.await;
-        }
-        // Stopped by a signal, the work is dropped first: its MCP servers' process groups
-        // are killed and its processes ended, then the process exits (status 130).
-        tokio::select! {
-            result = work => result,
-            () = shutdown_signal() => {
-                eprintln!("codemode: stopped by a signal");
-                Ok(ExitCode::from(130))
+        let result = if serves {
+            // It handles the signals itself, to end its sessions in order.
+            let result = work.await;
+            close_servers_unless_stopped().await;
+            result
+        } else {
+            // Stopped by a signal, the work is dropped: its MCP servers are killed below.
+            tokio::select! {
+                result = work => {
+                    close_servers_unless_stopped().await;
+                    result
+                }
+                () = shutdown_signal() => {
+                    eprintln!("codemode: stopped by a signal");
+                    Ok(ExitCode::from(130))
+                }
             }
-        }
+        };
+        // What is left (the servers of work stopped by a signal) is killed at once.
+        setup::close_servers(false).await;
+        result
     });
     // The output is printed: a file operation still blocked in the kernel (a cancelled
     // read of a file that never ends) must not keep the process alive.

@@ -35,11 +35,38 @@ fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
 }
 
 /// A registry with the tools of the options; the handles and connections keep them
-/// registered (dropping them stops the MCP servers).
+/// registered. Dropped, it hands its MCP servers to [`close_servers`].
 pub(crate) struct Tools {
     pub(crate) registry: Registry,
     _handles: Vec<ToolHandle>,
     _servers: Vec<Connection>,
+}
+
+/// The MCP servers of commands that are done, until [`close_servers`] ends them.
+static CLOSING: std::sync::Mutex<Vec<Connection>> = std::sync::Mutex::new(Vec::new());
+
+impl Drop for Tools {
+    fn drop(&mut self) {
+        let servers = std::mem::take(&mut self._servers);
+        CLOSING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(servers);
+    }
+}
+
+/// Ends the MCP servers of the commands that are done: `gracefully` as the MCP
+/// specification's stdio shutdown asks ([`Connection::close`], all at once), or by killing
+/// their process groups at once (a command stopped by a signal).
+pub(crate) async fn close_servers(gracefully: bool) {
+    let servers = std::mem::take(
+        &mut *CLOSING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if gracefully {
+        futures::future::join_all(servers.into_iter().map(Connection::close)).await;
+    }
 }
 
 impl ToolOptions {

@@ -107,9 +107,17 @@ impl Process {
 
 /// The exit status of a process that has exited, waiting up to [`EXIT_GRACE`] for it.
 async fn exit_status(
-    mut exit: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+    exit: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
 ) -> Option<std::process::ExitStatus> {
-    let status = tokio::time::timeout(EXIT_GRACE, exit.wait_for(Option::is_some)).await;
+    exit_within(exit, EXIT_GRACE).await
+}
+
+/// The exit status of a process, once it exits within `limit`.
+async fn exit_within(
+    mut exit: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let status = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
     status.ok()?.ok().and_then(|s| *s)
 }
 
@@ -543,6 +551,38 @@ impl Connection {
     /// `notifications/tools/list_changed` does.
     pub async fn refresh(&self) {
         self.conn.relist().await;
+    }
+}
+
+/// How long [`Connection::close`] waits for a stdio server to exit once its input is
+/// closed, and again after SIGTERM: 1 s each.
+pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Connection {
+    /// Ends the session the way the MCP specification's stdio shutdown asks (lifecycle,
+    /// "Shutdown"): the tools are unregistered, the server's input is closed, then the
+    /// server gets [`CLOSE_GRACE`] to exit, then SIGTERM and another [`CLOSE_GRACE`], then
+    /// its process group is killed. An HTTP session is closed at once. Dropping a
+    /// `Connection` instead kills the server's group at once.
+    ///
+    /// Returns the server's exit status, when it exited by itself or on SIGTERM.
+    pub async fn close(self) -> Option<std::process::ExitStatus> {
+        self.relist.abort();
+        for handle in lock(&self.conn.handles).drain(..) {
+            handle.dispose();
+        }
+        let service = lock(&self.conn.service).take();
+        if let Some(mut service) = service {
+            // The transport (and with it the server's stdin) closes as the service ends.
+            let _ = service.close_with_timeout(CLOSE_GRACE).await;
+        }
+        let process = lock(&self.conn.process).take()?;
+        if let Some(status) = exit_within(process.exit.clone(), CLOSE_GRACE).await {
+            return Some(status);
+        }
+        process.group.terminate();
+        exit_within(process.exit.clone(), CLOSE_GRACE).await
+        // `process` is dropped here: its group is killed.
     }
 }
 

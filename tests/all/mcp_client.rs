@@ -581,18 +581,69 @@ fn a_message_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
     );
     let value = json_of(&out);
     let message = value["result"].as_str().unwrap();
-    // The server then dies of the closed pipe (its exit status and its stderr follow).
+    // The server then exits (its input closed) or dies of the closed pipe: its exit status
+    // and its stderr follow.
     assert!(
-        message.starts_with("MCP server \"t\" closed the connection during t.huge"),
+        message.starts_with(
+            "MCP server \"t\" closed the connection during t.huge (the server exited with status "
+        ),
         "{value}"
     );
     assert!(
         message.contains(&format!(
-            "; it sent a message longer than {} bytes (the limit), which ended the connection; stderr: test server ready\n",
+            "; it sent a message longer than {} bytes (the limit), which ended the connection; stderr: test server ready",
             codemode::mcp::MAX_MESSAGE_BYTES
         )),
         "{value}"
     );
+}
+
+#[test]
+fn servers_are_shut_down_as_the_specification_asks_when_the_command_ends() {
+    // Stdio shutdown (MCP lifecycle): close the server's input, wait, then SIGTERM, wait,
+    // then kill. `a` exits when its input closes; `b` stays until SIGTERM.
+    let dir = tempfile::tempdir().unwrap();
+    let (a_log, b_log) = (dir.path().join("a.log"), dir.path().join("b.log"));
+    let flag = |name: &str, args: &[&str]| {
+        format!(
+            "{name}={}",
+            shlex::try_join(test_server(args).iter().map(String::as_str)).unwrap()
+        )
+    };
+    let a = flag("a", &["--log", a_log.to_str().unwrap()]);
+    let b = flag("b", &["--log", b_log.to_str().unwrap(), "--stay"]);
+    let program = write(
+        dir.path(),
+        "p.js",
+        "return [(await tools.a_pid()).pid, (await tools.b_pid()).pid];",
+    );
+    let started = Instant::now();
+    let out = codemode(
+        &[
+            "run",
+            program.to_str().unwrap(),
+            "--mcp",
+            &a,
+            "--mcp",
+            &b,
+            "--json",
+        ],
+        dir.path(),
+    );
+    let took = started.elapsed();
+    let value = json_of(&out);
+    assert_eq!(value["status"], "ok", "{value}");
+    assert_eq!(std::fs::read_to_string(&a_log).unwrap(), "stdin closed\n");
+    assert_eq!(
+        std::fs::read_to_string(&b_log).unwrap(),
+        "stdin closed\nterminated\n"
+    );
+    // `b` had its grace period before SIGTERM.
+    assert!(took >= codemode::mcp::CLOSE_GRACE, "{took:?}");
+    for pid in value["result"].as_array().unwrap() {
+        let pid = pid.as_u64().unwrap() as u32;
+        assert!(!alive(pid), "the server {pid} outlived codemode");
+    }
 }
 
 #[test]

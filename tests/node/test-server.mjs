@@ -1,7 +1,7 @@
 // An MCP server for the tests of codemode's MCP client: the cases the real servers cannot
 // show on demand. Built on the MCP TypeScript SDK's low-level `Server`.
 //
-//   node test-server.mjs [--log FILE] [--http]
+//   node test-server.mjs [--log FILE] [--http] [--stay]
 //
 // Tools: `slow {ms}` (answers after ms, or notes its cancellation in FILE), `exit {code}`
 // (the process exits mid-call), `steps {n}` (n progress notifications, then "done"),
@@ -9,6 +9,8 @@
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
 // item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
 // content that breaks its outputSchema), `huge {bytes}` (a text that long). `tools/list` pages two tools at a time.
+// Over stdio it notes `stdin closed` in FILE when its input ends, and exits then unless
+// --stay is given; on SIGTERM it notes `terminated` and exits.
 // With --http it serves streamable HTTP on a free loopback port and prints
 // `listening http://127.0.0.1:PORT/mcp` on stdout.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -134,5 +136,14 @@ if (argv.includes("--http")) {
   });
 } else {
   process.stderr.write("test server ready\n");
+  process.stdin.on("end", () => {
+    note("stdin closed");
+    if (argv.includes("--stay")) setInterval(() => {}, 1000);
+    else process.exit(0);
+  });
+  process.on("SIGTERM", () => {
+    note("terminated");
+    process.exit(0);
+  });
   await makeServer().connect(new StdioServerTransport());
 }
