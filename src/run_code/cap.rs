@@ -660,6 +660,7 @@ mod tests {
     }
 
     use proptest::prelude::*;
+    use proptest::test_runner::FileFailurePersistence;
     use unicode_segmentation::UnicodeSegmentation;
 
     /// Text with emoji sequences, combining marks and line breaks.
@@ -687,6 +688,14 @@ mod tests {
     }
 
     proptest! {
+        // Shrunk failures are kept under tests/ (the top level of the repository is fixed).
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                "tests/proptest-regressions/run_code_cap.txt",
+            ))),
+            ..ProptestConfig::default()
+        })]
+
         #[test]
         fn a_text_cut_fits_and_keeps_whole_graphemes(s in arb_text(), budget in 0usize..300) {
             match cut_text(&s, budget) {
