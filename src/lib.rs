@@ -96,8 +96,8 @@ pub mod hooks {
     //! the hook. The approver is replaced by the next `set_approver`.
     pub use crate::dispatch::{
         Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
-        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Progress, Retry,
-        ToolMetrics, around_fn,
+        MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Progress,
+        ProgressSink, Retry, ToolMetrics, around_fn,
     };
 }
 

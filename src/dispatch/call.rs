@@ -96,6 +96,7 @@ pub(crate) struct ExecInner {
     pub(crate) parent: Option<CallToken>,
     pub(crate) nested: bool,
     pub(crate) registry: WeakRegistry,
+    pub(crate) progress: Option<super::ProgressSink>,
 }
 
 impl fmt::Debug for Exec {
@@ -130,6 +131,7 @@ impl Exec {
                 parent: request.parent,
                 nested: request.nested,
                 registry: registry.downgrade(),
+                progress: request.progress,
             }),
             signal: request.signal,
         }
@@ -191,12 +193,21 @@ impl Exec {
     }
 
     /// Reports how far this call has come to the registry's observers
-    /// ([`super::Observer::progress`]); the CLI prints the reports on stderr. Does nothing
-    /// once the registry is gone.
+    /// ([`super::Observer::progress`]; the CLI prints the reports on stderr) and to the
+    /// call's [`super::ProgressSink`], if its request set one.
     pub fn progress(&self, progress: super::Progress) {
         if let Some(registry) = self.inner.registry.upgrade() {
             super::observe::progress(&registry.inner.hooks.snapshot(), self, &progress);
         }
+        if let Some(sink) = &self.inner.progress {
+            sink.report(self, &progress);
+        }
+    }
+
+    /// Where this call's progress reports go besides the observers: the calls it makes
+    /// (a `run_code` program's) report there too.
+    pub(crate) fn progress_sink(&self) -> Option<&super::ProgressSink> {
+        self.inner.progress.as_ref()
     }
 
     /// The registry that dispatched this call, to make further calls (as `run_code` does).

@@ -28,7 +28,7 @@ pub use call::{Arguments, CallId, CallToken, Exec};
 pub use card::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 pub use guard::Guard;
 pub use hooks::HookHandle;
-pub use observe::{Observer, Progress};
+pub use observe::{Observer, Progress, ProgressSink};
 pub use outcome::{Content, Outcome};
 pub use post_execute::{PostExecute, PostOutcome};
 pub use pre_execute::{Approval, Approver, Decision, PreExecute};

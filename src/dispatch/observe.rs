@@ -5,6 +5,7 @@
 //! outcome is unaffected.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use super::call::Exec;
 use super::execute::panic_message;
@@ -30,6 +31,36 @@ pub(crate) fn progress(hooks: &HookSet, exec: &Exec, progress: &Progress) {
     }
 }
 
+/// Where one call's progress reports go besides the registry's observers, set with
+/// [`Request::report_progress_to`](super::Request::report_progress_to): the reports of
+/// the call and of every call made from inside it (a `run_code` program's calls), with the
+/// reporting call's [`Exec`]. Called on the reporting tool's task, so it must not block.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<ReportFn>);
+
+/// What a [`ProgressSink`] calls with each report.
+type ReportFn = dyn Fn(&Exec, &Progress) + Send + Sync;
+
+impl ProgressSink {
+    /// A sink that hands each report to `f`.
+    pub fn new(f: impl Fn(&Exec, &Progress) + Send + Sync + 'static) -> ProgressSink {
+        ProgressSink(Arc::new(f))
+    }
+
+    /// Hands `progress` to the sink; a panic there is contained, as an observer's is.
+    pub(crate) fn report(&self, exec: &Exec, progress: &Progress) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| (self.0)(exec, progress))) {
+            tracing::warn!(tool = %exec.name(), "a progress sink panicked: {}", panic_message(&p));
+        }
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
 /// How far a running call has come, as its tool reports it ([`Exec::progress`]); the
 /// fields are those of an MCP progress notification (`notifications/progress`).
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +71,30 @@ pub struct Progress {
     pub total: Option<f64>,
     /// A short human-readable note on the current step.
     pub message: Option<String>,
+}
+
+impl Progress {
+    /// The report as one line: `TOOL PROGRESS[/TOTAL][ MESSAGE]`, whole numbers without a
+    /// fraction, e.g. `everything.trigger-long-running-operation 2/5 step 2`.
+    pub fn describe(&self, tool: &str) -> String {
+        let number = |n: f64| {
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                format!("{}", n as i64)
+            } else {
+                format!("{n}")
+            }
+        };
+        let mut line = format!("{tool} {}", number(self.progress));
+        if let Some(total) = self.total {
+            line.push('/');
+            line.push_str(&number(total));
+        }
+        if let Some(message) = self.message.as_deref().filter(|m| !m.is_empty()) {
+            line.push(' ');
+            line.push_str(message);
+        }
+        line
+    }
 }
 
 /// A `result` observer. Implemented for every `Fn(&Exec, &Outcome)` closure.

@@ -17,7 +17,7 @@ use super::around::Around;
 use super::call::{CallId, CallToken};
 use super::guard::Guard;
 use super::hooks::{HookHandle, Hooks};
-use super::observe::Observer;
+use super::observe::{Observer, ProgressSink};
 use super::outcome::Outcome;
 use super::post_execute::PostExecute;
 use super::pre_execute::{Approver, PreExecute};
@@ -478,6 +478,7 @@ pub struct Request {
     pub(crate) parent: Option<CallToken>,
     pub(crate) agent: Option<Agent>,
     pub(crate) nested: bool,
+    pub(crate) progress: Option<ProgressSink>,
 }
 
 impl Request {
@@ -490,6 +491,7 @@ impl Request {
             parent: None,
             agent: None,
             nested: false,
+            progress: None,
         }
     }
 
@@ -502,6 +504,14 @@ impl Request {
     /// The agent the call belongs to. Default: the registry's agent.
     pub fn agent(mut self, agent: Agent) -> Request {
         self.agent = Some(agent);
+        self
+    }
+
+    /// Sends this call's progress reports, and those of the calls made from inside it, to
+    /// `sink` as well as to the registry's observers (an MCP server forwards them to the
+    /// client that asked for them). Default: observers only.
+    pub fn report_progress_to(mut self, sink: ProgressSink) -> Request {
+        self.progress = Some(sink);
         self
     }
 

@@ -129,7 +129,14 @@ impl Drop for Process {
     }
 }
 
-type Progresses = Arc<Mutex<HashMap<ProgressToken, Exec>>>;
+/// The calls in flight that may get progress reports, by their progress token.
+type Progresses = Arc<Mutex<HashMap<ProgressToken, Reporting>>>;
+
+/// A call that may get progress reports, and the last progress it reported.
+struct Reporting {
+    exec: Exec,
+    last: Option<f64>,
+}
 
 /// Lines a stdio server printed on stdout that cannot be MCP messages (a message is a JSON
 /// object or array on one line): how many, and the start of the first.
@@ -274,7 +281,16 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let exec = lock(&self.progress).get(&params.progress_token).cloned();
+        // rmcp handles each notification on a task of its own, so two reports of one call
+        // can arrive out of order: one that does not increase the call's progress (MCP,
+        // "Progress": it increases with each notification) is stale, and dropped.
+        let exec = lock(&self.progress)
+            .get_mut(&params.progress_token)
+            .filter(|r| r.last.is_none_or(|last| params.progress > last))
+            .map(|r| {
+                r.last = Some(params.progress);
+                r.exec.clone()
+            });
         if let Some(exec) = exec {
             exec.progress(Progress {
                 progress: params.progress,
@@ -807,7 +823,13 @@ impl Conn {
             token: handle.progress_token.clone(),
             runtime: tokio::runtime::Handle::current(),
         };
-        lock(&self.progress).insert(pending.token.clone(), exec.clone());
+        lock(&self.progress).insert(
+            pending.token.clone(),
+            Reporting {
+                exec: exec.clone(),
+                last: None,
+            },
+        );
         let limit = self.config.call_timeout;
         let response = tokio::select! {
             response = handle.await_response() => response,

@@ -61,7 +61,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -70,6 +71,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use self::http::{HttpOptions, HttpServer};
 use self::spill::{FolderGuard, SessionSpills, SpillFolder};
+use crate::hooks::ProgressSink;
 use crate::run_code::{RUN_CODE, RunCodeConfig, run_code_tool};
 use crate::{Agent, Content, Outcome, RegisterError, Registry, Request, ToolHandle, Visibility};
 
@@ -352,11 +354,22 @@ impl ServerHandler for Session {
         if !self.offers(name) {
             return Err(ErrorData::invalid_params(self.unknown_tool(name), None));
         }
-        let call = self
-            .shared
-            .registry
-            .dispatch(Request::new(name, arguments, context.ct.clone()).agent(self.agent.clone()));
-        let outcome = match on_own_thread(call).await {
+        let mut request =
+            Request::new(name, arguments, context.ct.clone()).agent(self.agent.clone());
+        let forward = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForward::start(context.peer.clone(), token));
+        if let Some(forward) = &forward {
+            request = request.report_progress_to(forward.sink());
+        }
+        let call = self.shared.registry.dispatch(request);
+        let outcome = on_own_thread(call).await;
+        if let Some(forward) = forward {
+            // Every report made before the outcome goes out before the answer, none after.
+            forward.finish().await;
+        }
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => {
                 let message = format!("the server could not start a thread for the call: {e}");
@@ -371,6 +384,57 @@ impl ServerHandler for Session {
             self.spills.record(id);
         }
         Ok(self.result(name, outcome).into())
+    }
+}
+
+/// The progress reports of one call (its tool's and, for `run_code`, those of the calls its
+/// program makes, such as an upstream MCP server's), sent to the client as
+/// `notifications/progress` with the token its request carried (MCP, "Progress"): numbered
+/// 1, 2, 3… so that `progress` increases across tools with different scales, each with the
+/// reporting tool and its own figures as `message` (`everything.longRunning 2/5 step 2`).
+/// One task per call that asked for progress, not per report; reports that find
+/// [`PROGRESS_QUEUE`] reports waiting for a slow client are dropped (progress is advice).
+struct ProgressForward {
+    reports: tokio::sync::mpsc::Sender<Forwarded>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// How many progress reports of one call may wait for the client: 256.
+const PROGRESS_QUEUE: usize = 256;
+
+enum Forwarded {
+    Report(String),
+    /// The call is over: stop after the reports before this one.
+    Done,
+}
+
+impl ProgressForward {
+    fn start(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> ProgressForward {
+        let (reports, mut rx) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        let task = tokio::spawn(async move {
+            let mut sent = 0u32;
+            while let Some(Forwarded::Report(message)) = rx.recv().await {
+                sent += 1;
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(sent))
+                    .with_message(message);
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        ProgressForward { reports, task }
+    }
+
+    fn sink(&self) -> ProgressSink {
+        let reports = self.reports.clone();
+        ProgressSink::new(move |exec, progress| {
+            let _ = reports.try_send(Forwarded::Report(progress.describe(exec.name())));
+        })
+    }
+
+    async fn finish(self) {
+        let _ = self.reports.send(Forwarded::Done).await;
+        let _ = self.task.await;
     }
 }
 

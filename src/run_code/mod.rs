@@ -276,6 +276,7 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                     registry,
                     tools,
                     parent: Some(exec.token()),
+                    progress: exec.progress_sink().cloned(),
                     agent: exec.agent().clone(),
                     signal: exec.signal().clone(),
                     log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),

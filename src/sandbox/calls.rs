@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::inflight::CallWake;
 use super::report::{CallRecord, CallStatus};
-use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, Registry, Request};
+use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, Request};
 
 /// A call's number in its run: 1 for the first call the program made.
 pub(super) type CallId = u64;
@@ -40,6 +40,8 @@ pub(super) struct Dispatch {
     /// The signal of every nested call: cancelled when the program ends, and a child of the
     /// `run_code` call's signal, so cancelling the run cancels its calls.
     pub(super) signal: CancellationToken,
+    /// Where the `run_code` call's progress reports go: its calls report there too.
+    pub(super) progress: Option<ProgressSink>,
 }
 
 impl Dispatch {
@@ -49,6 +51,9 @@ impl Dispatch {
             .agent(self.agent.clone());
         if let Some(parent) = self.parent {
             request = request.parent(parent);
+        }
+        if let Some(sink) = &self.progress {
+            request = request.report_progress_to(sink.clone());
         }
         Box::pin(self.registry.dispatch(request))
     }

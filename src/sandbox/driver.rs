@@ -40,7 +40,7 @@ use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::timers::{self, Timers};
 use super::{Limits, prelude, watchdog};
-use crate::dispatch::{Agent, CallToken, Outcome, Registry};
+use crate::dispatch::{Agent, CallToken, Outcome, ProgressSink, Registry};
 use crate::program::{self, AwaitSite, Program};
 use crate::value::PathSeg;
 
@@ -52,6 +52,8 @@ pub(crate) struct RunRequest {
     /// The tools the program sees: (name, alias).
     pub(crate) tools: Vec<(String, String)>,
     pub(crate) parent: Option<CallToken>,
+    /// Where the calls' progress reports go besides the registry's observers.
+    pub(crate) progress: Option<ProgressSink>,
     pub(crate) agent: Agent,
     pub(crate) signal: CancellationToken,
     /// Where console lines stream once the in-memory head is full (`run_code`'s spill).
@@ -107,6 +109,7 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
                 registry: request.registry.clone(),
                 agent: request.agent.clone(),
                 parent: request.parent,
+                progress: request.progress.clone(),
                 signal: calls_signal.clone(),
             },
         ),

@@ -388,3 +388,52 @@ async fn console_text_keeps_its_line_when_it_holds_a_lone_surrogate() {
         ])
     );
 }
+
+#[tokio::test]
+async fn progress_of_a_programs_calls_reaches_the_run_code_calls_sink() {
+    use codemode::Request;
+    use codemode::hooks::{Progress, ProgressSink};
+    use tokio_util::sync::CancellationToken;
+
+    let mut h = Harness::new(fast_limits());
+    h.add(test_tool("steps").execute(|_args, exec| async move {
+        for step in 1..=2 {
+            exec.progress(Progress {
+                progress: f64::from(step),
+                total: Some(2.0),
+                message: Some(format!("step {step}")),
+            });
+        }
+        Ok(json!("done"))
+    }));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let seen = seen.clone();
+        ProgressSink::new(move |exec, progress| {
+            seen.lock().unwrap().push(progress.describe(exec.name()));
+        })
+    };
+    let code = json!({"code": "await tools.steps({}); return await tools.steps({})"});
+    let outcome = h
+        .registry
+        .dispatch(
+            Request::new("run_code", code.clone(), CancellationToken::new())
+                .report_progress_to(sink),
+        )
+        .await;
+    assert_eq!(outcome.value().unwrap()["result"], "done");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "steps 1/2 step 1",
+            "steps 2/2 step 2",
+            "steps 1/2 step 1",
+            "steps 2/2 step 2"
+        ]
+    );
+    // Without a sink, a run's progress goes to the observers only.
+    seen.lock().unwrap().clear();
+    let outcome = h.registry.call("run_code", code).await;
+    assert_eq!(outcome.value().unwrap()["result"], "done");
+    assert!(seen.lock().unwrap().is_empty());
+}

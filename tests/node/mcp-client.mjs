@@ -2,7 +2,9 @@
 // run by tests/all/mcp_server.rs. One argument, a JSON object:
 //   {"stdio": [command, ...args]} or {"http": "http://127.0.0.1:PORT/mcp"},
 //   "upstream": true   to call tools["everything.echo"] from a program,
-//   "pidfile": PATH    to cancel a run that waits on the manifest tool `sleep`.
+//   "pidfile": PATH    to cancel a run that waits on the manifest tool `sleep`,
+//   "progress": true   to ask for progress on a run that calls `t.steps` (an upstream
+//                      test-server.mjs named `t`) twice.
 // Prints one JSON object with what it saw; the test asserts on it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -59,6 +61,17 @@ seen.answer = await run("return 6 * 7");
 
 if (options.upstream) {
   seen.echo = await run('return await tools["everything.echo"]({ message: "hi" })');
+}
+
+if (options.progress) {
+  const reports = [];
+  // Paused between reports: the client under test handles each notification on a task of
+  // its own, and a report that overtook another would drop it.
+  const code = "await tools.t_steps({ n: 2, pause_ms: 100 }); return await tools.t_steps({ n: 3, pause_ms: 100 })";
+  seen.steps = await run(code, {
+    onprogress: (p) => reports.push(p),
+  });
+  seen.progress = reports;
 }
 
 if (options.pidfile) {

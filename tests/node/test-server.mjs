@@ -4,7 +4,7 @@
 //   node test-server.mjs [--log FILE] [--http] [--stay]
 //
 // Tools: `slow {ms}` (answers after ms, or notes its cancellation in FILE), `exit {code}`
-// (the process exits mid-call), `steps {n}` (n progress notifications, then "done"),
+// (the process exits mid-call), `steps {n, pause_ms}` (n progress notifications, then "done"),
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
 // item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
@@ -32,7 +32,11 @@ const object = (properties, required = []) => ({ type: "object", properties, req
 const tools = [
   { name: "slow", description: "Answer after ms.", inputSchema: object({ ms: { type: "integer" } }, ["ms"]) },
   { name: "exit", description: "Exit the server process.", inputSchema: object({ code: { type: "integer" } }, ["code"]) },
-  { name: "steps", description: "Report progress n times.", inputSchema: object({ n: { type: "integer" } }, ["n"]) },
+  {
+    name: "steps",
+    description: "Report progress n times, pause_ms apart and before the answer.",
+    inputSchema: object({ n: { type: "integer" }, pause_ms: { type: "integer" } }, ["n"]),
+  },
   { name: "add_tool", description: "Add a tool.", inputSchema: object({ name: { type: "string" } }, ["name"]) },
   { name: "fail", description: "An isError result.", inputSchema: object({ message: { type: "string" } }, ["message"]) },
   { name: "rpc_error", description: "A JSON-RPC error.", inputSchema: object({ message: { type: "string" } }, ["message"]) },
@@ -87,6 +91,7 @@ function makeServer() {
               params: { progressToken: token, progress: i, total: args.n, message: `step ${i}` },
             });
           }
+          if (args.pause_ms) await new Promise((r) => setTimeout(r, args.pause_ms));
         }
         return text("done");
       }

@@ -106,26 +106,6 @@ impl Observer for ProgressLines {
     fn observe(&self, _exec: &Exec, _outcome: &Outcome) {}
 
     fn progress(&self, exec: &Exec, progress: &Progress) {
-        let number = |n: f64| {
-            if n.fract() == 0.0 && n.abs() < 1e15 {
-                format!("{}", n as i64)
-            } else {
-                format!("{n}")
-            }
-        };
-        let mut line = format!(
-            "codemode: progress: {} {}",
-            exec.name(),
-            number(progress.progress)
-        );
-        if let Some(total) = progress.total {
-            line.push('/');
-            line.push_str(&number(total));
-        }
-        if let Some(message) = progress.message.as_deref().filter(|m| !m.is_empty()) {
-            line.push(' ');
-            line.push_str(message);
-        }
-        eprintln!("{line}");
+        eprintln!("codemode: progress: {}", progress.describe(exec.name()));
     }
 }
