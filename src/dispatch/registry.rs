@@ -143,6 +143,8 @@ pub(crate) struct RegistryInner {
     token_seed: u64,
     pub(crate) agent: Agent,
     pub(crate) hooks: Hooks,
+    /// Counts changes of the tool set, for [`Registry::watch_tools`].
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -182,8 +184,21 @@ impl Registry {
                 token_seed: RandomState::new().hash_one(0x636f_6465_6d6f_6465u64),
                 agent: Agent::new(),
                 hooks: Hooks::default(),
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         }
+    }
+
+    /// A receiver that sees a new value each time a tool is registered or unregistered
+    /// (a hot swap is two changes): what an MCP server watches to send
+    /// `notifications/tools/list_changed`. The value counts changes since the registry was
+    /// made.
+    pub fn watch_tools(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    fn tools_changed(&self) {
+        self.inner.changes.send_modify(|n| *n += 1);
     }
 
     pub(crate) fn downgrade(&self) -> WeakRegistry {
@@ -241,6 +256,8 @@ impl Registry {
             table.aliases.insert(alias, key.clone());
         }
         table.by_name.insert(key.clone(), Entry { id, tool });
+        drop(table);
+        self.tools_changed();
         Ok(ToolHandle {
             registry: self.downgrade(),
             name: key,
@@ -260,6 +277,8 @@ impl Registry {
             if table.aliases.get(&alias).is_some_and(|n| &**n == name) {
                 table.aliases.remove(&alias);
             }
+            drop(table);
+            self.tools_changed();
         }
     }
 

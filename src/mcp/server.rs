@@ -64,7 +64,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -263,6 +263,7 @@ impl McpServer {
             shared: self.shared.clone(),
             agent: Agent::new(),
             spills: SessionSpills::default(),
+            list_watch: std::sync::Mutex::new(None),
         }
     }
 }
@@ -274,10 +275,24 @@ struct Session {
     agent: Agent,
     /// The spills this session's runs wrote.
     spills: SessionSpills,
+    /// The task that tells the client when the tools change, once it is initialized.
+    list_watch: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
 }
+
+/// How long a change of the tools waits for more before the client is told: 50 ms (an
+/// upstream server's new list is many unregistrations and registrations).
+const LIST_CHANGE_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(watch) = self
+            .list_watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            watch.abort();
+        }
         self.agent.dispose();
         if let Some(folder) = &self.shared.spills {
             self.spills.remove_all(folder);
@@ -290,14 +305,45 @@ const MAX_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
-            .with_protocol_version(MAX_PROTOCOL)
-            .with_instructions(
-                "Call run_code with a JavaScript or TypeScript program; inside it every tool is \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
+        .with_protocol_version(MAX_PROTOCOL)
+        .with_instructions(
+            "Call run_code with a JavaScript or TypeScript program; inside it every tool is \
                  `await tools.<name>(args)` (its description declares them). When a run's output \
                  is cut, read the rest with read_spill.",
-            )
+        )
+    }
+
+    /// From now on the client hears `notifications/tools/list_changed` when the registry's
+    /// tools change: `run_code`'s description (its declarations) and, with
+    /// `--expose-tools`, the list itself change with them (MCP, "Tools", list changed).
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut changes = self.shared.registry.watch_tools();
+        changes.mark_unchanged();
+        let peer = context.peer;
+        let task = tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                tokio::time::sleep(LIST_CHANGE_SETTLE).await;
+                changes.mark_unchanged();
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let previous = self
+            .list_watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace(task.abort_handle());
+        if let Some(previous) = previous {
+            previous.abort();
+        }
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

@@ -870,3 +870,75 @@ async fn an_embedder_serves_its_own_registry_and_the_session_s_context_follows_e
         "run_code goes with the server"
     );
 }
+
+/// A client that counts the server's `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct ListWatcher {
+    changes: std::sync::Arc<tokio::sync::Notify>,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.changes.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn the_client_hears_when_the_tools_change_and_sees_the_new_declarations() {
+    use codemode::Registry;
+    use codemode::mcp::server::{McpServer, McpServerConfig};
+
+    let registry = Registry::new();
+    let server = McpServer::new(registry.clone(), McpServerConfig::default()).unwrap();
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(server_end);
+    let serving = tokio::spawn(async move { server.serve_io(reader, writer).await });
+    let watcher = ListWatcher::default();
+    let client = watcher
+        .clone()
+        .serve(tokio::io::split(client_end))
+        .await
+        .unwrap();
+    let capabilities = client.peer().peer_info().unwrap().capabilities.clone();
+    assert_eq!(capabilities.tools.and_then(|t| t.list_changed), Some(true));
+    let description = |tools: Vec<rmcp::model::Tool>| {
+        tools
+            .iter()
+            .find(|t| t.name == "run_code")
+            .and_then(|t| t.description.clone())
+            .unwrap()
+            .to_string()
+    };
+    let before = description(client.peer().list_all_tools().await.unwrap());
+    assert!(!before.contains("weather"), "{before}");
+
+    // A new tool: one notification, and run_code now declares it.
+    let handle = registry
+        .register(crate::support::test_tool("weather").returns(json!("sunny")))
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), watcher.changes.notified())
+        .await
+        .expect("no notifications/tools/list_changed");
+    let after = description(client.peer().list_all_tools().await.unwrap());
+    assert!(after.contains("weather"), "{after}");
+    let ran = client
+        .peer()
+        .call_tool(
+            CallToolRequestParams::new("run_code")
+                .with_arguments(object(json!({"code": "return await tools.weather({})"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&ran), "result: \"sunny\"");
+
+    // Gone again: another notification.
+    drop(handle);
+    tokio::time::timeout(Duration::from_secs(10), watcher.changes.notified())
+        .await
+        .expect("no notifications/tools/list_changed");
+    assert_eq!(watcher.count.load(std::sync::atomic::Ordering::SeqCst), 2);
+    client.cancel().await.unwrap();
+    serving.await.unwrap().unwrap();
+}
