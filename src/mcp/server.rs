@@ -82,7 +82,8 @@ pub const READ_SPILL: &str = "read_spill";
 ///
 /// Defaults ([`McpServerConfig::default`]): `run_code` [`RunCodeConfig::default`] (so
 /// spills on, under the system's temporary folder); `expose_tools` false; `page_bytes`
-/// `None` (pages of `run_code.output_cap` bytes).
+/// `None` (pages of `run_code.output_cap` bytes); `max_calls_per_session` `None`
+/// ([`DEFAULT_MAX_CALLS_PER_SESSION`]).
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct McpServerConfig {
@@ -99,9 +100,23 @@ pub struct McpServerConfig {
     /// Most bytes one `read_spill` page holds; `None`: the output cap (characters take at
     /// least a byte each, so a page never shows more than the cap). At least 16.
     pub page_bytes: Option<usize>,
+    /// Most `tools/call` requests of one session that run at once (each on a thread of
+    /// its own, `run_code` in an engine of its own); later ones wait for a slot, and can
+    /// be cancelled while they wait. `None`: [`DEFAULT_MAX_CALLS_PER_SESSION`]. At least 1.
+    pub max_calls_per_session: Option<usize>,
 }
 
+/// Most calls of one session that run at once by default: 16.
+pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 16;
+
 impl McpServerConfig {
+    /// Sets how many calls of one session run at once (see
+    /// [`McpServerConfig::max_calls_per_session`]).
+    pub fn max_calls_per_session(mut self, calls: usize) -> Self {
+        self.max_calls_per_session = Some(calls);
+        self
+    }
+
     /// Sets how `run_code` runs (see [`McpServerConfig::run_code`]).
     pub fn run_code(mut self, config: RunCodeConfig) -> Self {
         self.run_code = config;
@@ -172,6 +187,7 @@ struct Shared {
     registry: Registry,
     expose_tools: bool,
     page_bytes: usize,
+    max_calls: usize,
     _run_code: ToolHandle,
     /// The private spill folder, `None` when spilling is off.
     spills: Option<SpillFolder>,
@@ -212,6 +228,10 @@ impl McpServer {
                 registry,
                 expose_tools: config.expose_tools,
                 page_bytes,
+                max_calls: config
+                    .max_calls_per_session
+                    .unwrap_or(DEFAULT_MAX_CALLS_PER_SESSION)
+                    .max(1),
                 _run_code: run_code,
                 spills,
             }),
@@ -264,6 +284,7 @@ impl McpServer {
             agent: Agent::new(),
             spills: SessionSpills::default(),
             list_watch: std::sync::Mutex::new(None),
+            calls: Arc::new(tokio::sync::Semaphore::new(self.shared.max_calls)),
         }
     }
 }
@@ -277,6 +298,8 @@ struct Session {
     spills: SessionSpills,
     /// The task that tells the client when the tools change, once it is initialized.
     list_watch: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Slots for the calls that run at once ([`McpServerConfig::max_calls_per_session`]).
+    calls: Arc<tokio::sync::Semaphore>,
 }
 
 /// How long a change of the tools waits for more before the client is told: 50 ms (an
@@ -400,6 +423,16 @@ impl ServerHandler for Session {
         if !self.offers(name) {
             return Err(ErrorData::invalid_params(self.unknown_tool(name), None));
         }
+        // A slot first: a client cannot start threads and engines without bound.
+        let _slot = tokio::select! {
+            slot = self.calls.clone().acquire_owned() => slot.ok(),
+            () = context.ct.cancelled() => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "the call was cancelled while it waited for one of the session's calls to end",
+                )])
+                .into());
+            }
+        };
         let mut request =
             Request::new(name, arguments, context.ct.clone()).agent(self.agent.clone());
         let forward = context

@@ -942,3 +942,49 @@ async fn the_client_hears_when_the_tools_change_and_sees_the_new_declarations() 
     client.cancel().await.unwrap();
     serving.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_session_runs_at_most_its_share_of_calls_at_once_and_the_rest_wait() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use codemode::Registry;
+    use codemode::mcp::server::{McpServer, McpServerConfig};
+
+    let registry = Registry::new();
+    let (running, most) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let (r, m) = (running.clone(), most.clone());
+    let _hold = registry
+        .register(
+            crate::support::test_tool("hold").execute(move |_args, _exec| {
+                let (r, m) = (r.clone(), m.clone());
+                async move {
+                    let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    r.fetch_sub(1, Ordering::SeqCst);
+                    Ok(json!("held"))
+                }
+            }),
+        )
+        .unwrap();
+    let server = McpServer::new(
+        registry.clone(),
+        McpServerConfig::default()
+            .expose_tools(true)
+            .max_calls_per_session(2),
+    )
+    .unwrap();
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(server_end);
+    let serving = tokio::spawn(async move { server.serve_io(reader, writer).await });
+    let client: Client = ().serve(tokio::io::split(client_end)).await.unwrap();
+    let calls = (0..6).map(|_| call(&client, "hold", json!({})));
+    let results = futures::future::join_all(calls).await;
+    assert!(results.iter().all(|r| text(r) == "held"));
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+    client.cancel().await.unwrap();
+    serving.await.unwrap().unwrap();
+}

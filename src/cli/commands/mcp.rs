@@ -5,7 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::Args;
-use codemode::mcp::server::{HttpOptions, McpServer, McpServerConfig};
+use codemode::mcp::server::{
+    DEFAULT_MAX_CALLS_PER_SESSION, HttpOptions, McpServer, McpServerConfig,
+};
 use codemode::run_code::SpillConfig;
 
 use crate::cli::SetupError;
@@ -35,6 +37,14 @@ pub(crate) struct McpCommand {
     /// (`https://app.example.com:443`, `:*` for any port).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// Most calls of one session that run at once; later ones wait for a slot.
+    #[arg(
+        long = "max-calls-per-session",
+        value_name = "N",
+        default_value_t = DEFAULT_MAX_CALLS_PER_SESSION as u64,
+        value_parser = clap::value_parser!(u64).range(1..=4096)
+    )]
+    max_calls_per_session: u64,
 }
 
 /// Parses `8931` (on 127.0.0.1), `localhost:8931`, or an IP address with a port.
@@ -64,7 +74,8 @@ impl McpCommand {
                     .run_code_config()
                     .spill(Some(SpillConfig::default())),
             )
-            .expose_tools(self.expose_tools);
+            .expose_tools(self.expose_tools)
+            .max_calls_per_session(self.max_calls_per_session as usize);
         let server = McpServer::new(tools.registry.clone(), config)
             .map_err(|e| SetupError(e.to_string()))?;
         let served = match self.http {
