@@ -146,7 +146,14 @@ struct Noise {
     first: Vec<u8>,
     /// A message longer than [`MAX_MESSAGE_BYTES`] ended the connection.
     oversize: bool,
+    /// A message nested deeper than [`MAX_MESSAGE_DEPTH`] ended the connection.
+    too_deep: bool,
 }
+
+/// The deepest nesting of arrays and objects a stdio server's message may have: 128, the
+/// most rmcp's JSON parser reads. A deeper message ends the connection with an error that
+/// says so, rather than being dropped silently while its call waits for its timeout.
+pub const MAX_MESSAGE_DEPTH: usize = 128;
 
 /// The longest message a stdio server may send: 64 MiB (as a manifest command's stdout).
 /// A longer line ends the connection with an error that says so, rather than being
@@ -163,6 +170,11 @@ impl Noise {
         if self.oversize {
             out.push_str(&format!(
                 "; it sent a message longer than {MAX_MESSAGE_BYTES} bytes (the limit), which ended the connection"
+            ));
+        }
+        if self.too_deep {
+            out.push_str(&format!(
+                "; it sent a message nested deeper than {MAX_MESSAGE_DEPTH} levels (the limit), which ended the connection"
             ));
         }
         if self.lines > 0 {
@@ -190,6 +202,11 @@ struct Watched<R> {
     at_line_start: bool,
     in_noise: bool,
     line_bytes: usize,
+    /// Where the message being read is: its nesting, and whether inside a string (and
+    /// just after a backslash there).
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
@@ -209,7 +226,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
                 let part = &rest[..newline.unwrap_or(rest.len())];
                 if !self.watch(part) {
                     return std::task::Poll::Ready(Err(std::io::Error::other(
-                        "an MCP message longer than the limit",
+                        "an MCP message past the limits",
                     )));
                 }
                 match newline {
@@ -217,6 +234,9 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
                         self.line_bytes = 0;
                         self.at_line_start = true;
                         self.in_noise = false;
+                        self.depth = 0;
+                        self.in_string = false;
+                        self.escaped = false;
                         rest = &rest[i + 1..];
                     }
                     None => rest = &[],
@@ -228,30 +248,61 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
 }
 
 impl<R> Watched<R> {
-    /// Notes `part`, a piece of one line; `false` when the line is past the limit.
+    /// Follows the nesting of a message through `part`; `false` past
+    /// [`MAX_MESSAGE_DEPTH`].
+    fn nest(&mut self, part: &[u8]) -> bool {
+        for &b in part {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    if self.depth > MAX_MESSAGE_DEPTH {
+                        lock(&self.noise).too_deep = true;
+                        return false;
+                    }
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// Notes `part`, a piece of one line; `false` when the line is past a limit.
     fn watch(&mut self, part: &[u8]) -> bool {
         self.line_bytes += part.len();
         if self.line_bytes > MAX_MESSAGE_BYTES {
             lock(&self.noise).oversize = true;
             return false;
         }
-        let mut stray = &[][..];
-        if self.at_line_start {
+        let stray = if self.at_line_start {
             match part.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
                 None => return true,
                 Some(i) => {
                     self.at_line_start = false;
                     if matches!(part[i], b'{' | b'[') {
-                        return true;
+                        return self.nest(&part[i..]);
                     }
                     self.in_noise = true;
                     lock(&self.noise).lines += 1;
-                    stray = &part[i..];
+                    &part[i..]
                 }
             }
         } else if self.in_noise {
-            stray = part;
-        }
+            part
+        } else {
+            return self.nest(part);
+        };
         if !stray.is_empty() {
             let mut noise = lock(&self.noise);
             if noise.lines == 1 && noise.first.len() < NOISE_SHOWN {
@@ -421,6 +472,9 @@ impl Connection {
                     at_line_start: true,
                     in_noise: false,
                     line_bytes: 0,
+                    depth: 0,
+                    in_string: false,
+                    escaped: false,
                 };
                 let transport =
                     rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
@@ -934,5 +988,39 @@ impl Drop for Pending {
                     .await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watched() -> Watched<tokio::io::Empty> {
+        Watched {
+            inner: tokio::io::empty(),
+            noise: Arc::default(),
+            at_line_start: true,
+            in_noise: false,
+            line_bytes: 0,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+        }
+    }
+
+    #[test]
+    fn nesting_is_followed_outside_strings_and_across_reads() {
+        let mut w = watched();
+        // Brackets in strings, escaped quotes among them, do not count.
+        assert!(w.watch(br#"{"a": "[[[\"[[", "b": [[1]"#));
+        assert_eq!((w.depth, w.in_string), (2, false));
+        assert!(w.watch(b"]}"));
+        assert_eq!(w.depth, 0);
+        let mut w = watched();
+        let fits = "[".repeat(MAX_MESSAGE_DEPTH);
+        assert!(w.watch(fits.as_bytes()));
+        // Split across two reads: the next level is one too many.
+        assert!(!w.watch(b"["));
+        assert!(lock(&w.noise).too_deep);
     }
 }

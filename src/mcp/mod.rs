@@ -16,7 +16,9 @@ mod config;
 pub mod content;
 pub mod server;
 
-pub use client::{CLOSE_GRACE, ConnectError, Connection, MAX_MESSAGE_BYTES, connect_all};
+pub use client::{
+    CLOSE_GRACE, ConnectError, Connection, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, connect_all,
+};
 pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS, MAX_CONFIG_BYTES,
     ServerConfig, Transport, check_server_name, load_config, parse_config,

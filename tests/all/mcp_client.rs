@@ -599,6 +599,51 @@ fn a_message_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
 }
 
 #[test]
+fn a_message_nested_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 levels fit (the message adds 3); 200 do not, and rmcp could not read them.
+    let program = write(
+        dir.path(),
+        "p.js",
+        "const fits = await tools.t_deep({depth: 100}); \
+         try { await tools.t_deep({depth: 200}); } catch (e) { return [fits, e.message]; }",
+    );
+    let started = Instant::now();
+    let out = codemode(
+        &[
+            "run",
+            program.to_str().unwrap(),
+            "--mcp",
+            &test_flag("t"),
+            "--json",
+        ],
+        dir.path(),
+    );
+    // Not the 60 s call timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+    let value = json_of(&out);
+    assert_eq!(value["result"][0], "deep", "{value}");
+    let message = value["result"][1].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "MCP server \"t\" closed the connection during t.deep (the server exited with status "
+        ),
+        "{value}"
+    );
+    assert!(
+        message.contains(&format!(
+            "; it sent a message nested deeper than {} levels (the limit), which ended the connection",
+            codemode::mcp::MAX_MESSAGE_DEPTH
+        )),
+        "{value}"
+    );
+}
+
+#[test]
 fn servers_are_shut_down_as_the_specification_asks_when_the_command_ends() {
     // Stdio shutdown (MCP lifecycle): close the server's input, wait, then SIGTERM, wait,
     // then kill. `a` exits when its input closes; `b` stays until SIGTERM.

@@ -8,7 +8,8 @@
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
 // item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
-// content that breaks its outputSchema), `huge {bytes}` (a text that long). `tools/list` pages two tools at a time.
+// content that breaks its outputSchema), `huge {bytes}` (a text that long), `deep {depth}`
+// (structured content nested that deep). `tools/list` pages two tools at a time.
 // Over stdio it notes `stdin closed` in FILE when its input ends, and exits then unless
 // --stay is given; on SIGTERM it notes `terminated` and exits.
 // With --http it serves streamable HTTP on a free loopback port and prints
@@ -48,6 +49,7 @@ const tools = [
     outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
   },
   { name: "huge", description: "A text of that many bytes.", inputSchema: object({ bytes: { type: "integer" } }, ["bytes"]) },
+  { name: "deep", description: "A result nested depth levels.", inputSchema: object({ depth: { type: "integer" } }, ["depth"]) },
   {
     name: "bad_output",
     description: "Structured content that breaks its own outputSchema.",
@@ -107,6 +109,11 @@ function makeServer() {
         return {
           content: [{ type: "image", mimeType: "image/png", data: Buffer.alloc(args.bytes, 7).toString("base64") }],
         };
+      case "deep": {
+        let nest = 0;
+        for (let i = 0; i < args.depth; i++) nest = [nest];
+        return { content: [{ type: "text", text: "deep" }], structuredContent: { nest } };
+      }
       case "huge":
         return text("y".repeat(args.bytes));
       case "bad_output":
