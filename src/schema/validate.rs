@@ -536,11 +536,16 @@ impl<'s> Validator<'s> {
                 }),
             };
             let mut member_ok = true;
-            if let Some(names) = &spec.property_names {
-                let name = Value::String(key.clone());
-                if !self.check(names, &name, &path.key(key), depth + 1) {
-                    member_ok = false;
-                }
+            if let Some(names) = &spec.property_names
+                && !self.accepts(names, &Value::String(key.clone()), depth + 1)
+            {
+                member_ok = false;
+                self.report(&path.key(key), || {
+                    format!(
+                        "the key does not match `propertyNames` {}",
+                        preview(&names.to_json_schema(), 80)
+                    )
+                });
             }
             let mut matched_pattern = false;
             for (pattern, node) in &spec.pattern_properties {

@@ -420,7 +420,7 @@ fn property_names_and_dependencies_are_enforced() {
     assert!(s.validate(&json!({"abc": 1})).is_ok());
     assert_eq!(
         error_of(&s, json!({"abcd": 1})),
-        "output.abcd: expected at most 3 characters, got 4"
+        "output.abcd: the key does not match `propertyNames` {\"maxLength\":3}"
     );
 
     for key in ["dependentRequired", "dependencies"] {
