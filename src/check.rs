@@ -251,6 +251,14 @@ impl Checker<'_> {
                         self.check_value(value, node, params, &here);
                     }
                 }
+                None if spec
+                    .pattern_properties
+                    .iter()
+                    .any(|(p, _)| p.is_match(&key)) =>
+                {
+                    // Keys matching `patternProperties` are not additional (JSON Schema
+                    // 2020-12 §10.3.2.3); the validator checks their values.
+                }
                 None => match &spec.additional {
                     Some(Additional::Deny) if !root => {
                         let takes: Vec<&str> = spec.properties.keys().map(String::as_str).collect();

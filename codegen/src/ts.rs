@@ -18,7 +18,10 @@
 //!   reference that would make an alias circular in TypeScript's eyes (`type A = A | string`)
 //!   is `unknown` there. A remote reference is `unknown`.
 //! - Descriptions and titles become JSDoc, with the constraints as tags (`@minimum`,
-//!   `@maxLength`, `@pattern`, `@format`, `@default`, `@example`, `@deprecated`, …); where a
+//!   `@maxLength`, `@pattern`, `@format`, `@default`, `@example`, `@deprecated`, …, and
+//!   what TypeScript cannot say as compact JSON: `@not`, `@contains`, `@propertyNames`,
+//!   `@patternProperties`, `@dependentRequired`, `@dependentSchemas`, `@if`/`@then`/`@else`,
+//!   issue 15 item 3); where a
 //!   schema is not a property (an array's items, a union branch) the comment precedes its
 //!   type. `*/` in any text is written `*\/`.
 //! - Property keys and tool names that are not identifiers are quoted (JSON string syntax,
@@ -498,6 +501,10 @@ struct Keys<'a> {
     examples: Option<&'a Value>,
     deprecated: Option<&'a Value>,
     unique_items: Option<&'a Value>,
+    /// Constraints TypeScript cannot express, shown as JSDoc tags in this order:
+    /// `not`, `contains`, `propertyNames`, `patternProperties`, `dependentRequired`,
+    /// `dependentSchemas`, `dependencies`, `if`, `then`, `else`.
+    applicators: [Option<&'a Value>; APPLICATORS.len()],
     pattern: Option<&'a Value>,
     format: Option<&'a Value>,
     min_items: Option<&'a Value>,
@@ -505,8 +512,24 @@ struct Keys<'a> {
     numeric: [Option<&'a Value>; NUMERIC.len()],
 }
 
+/// The constraints TypeScript cannot express that are written as JSDoc tags with their
+/// schema as compact JSON (`@not {"type":"string"}`), in this order; `not` is written only
+/// when it is not `{}` (which is `never`).
+const APPLICATORS: [&str; 10] = [
+    "not",
+    "contains",
+    "propertyNames",
+    "patternProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "if",
+    "then",
+    "else",
+];
+
 /// The numeric constraints written as JSDoc tags, in this order.
-const NUMERIC: [&str; 11] = [
+const NUMERIC: [&str; 13] = [
     "minimum",
     "maximum",
     "exclusiveMinimum",
@@ -518,6 +541,8 @@ const NUMERIC: [&str; 11] = [
     "maxItems",
     "minProperties",
     "maxProperties",
+    "minContains",
+    "maxContains",
 ];
 
 impl<'a> Keys<'a> {
@@ -554,6 +579,14 @@ impl<'a> Keys<'a> {
                 (Some(b't'), "type") => &mut k.type_,
                 (Some(b't'), "title") => &mut k.title,
                 (Some(b'u'), "uniqueItems") => &mut k.unique_items,
+                (Some(b'c' | b'p' | b'd' | b'i' | b't' | b'e'), other)
+                    if APPLICATORS.contains(&other) =>
+                {
+                    if let Some(i) = APPLICATORS.iter().position(|n| *n == other) {
+                        k.applicators[i] = Some(v);
+                    }
+                    continue;
+                }
                 (Some(b'e' | b'm'), other) => {
                     if other == "minItems" {
                         k.min_items = Some(v);
@@ -567,6 +600,8 @@ impl<'a> Keys<'a> {
             };
             *slot = Some(v);
         }
+        k.applicators[0] = k.not;
+        k.applicators[3] = k.pattern_properties;
         k
     }
 }
@@ -611,6 +646,14 @@ fn doc_of_keys(k: &Keys<'_>) -> String {
     }
     if k.unique_items == Some(&Value::Bool(true)) {
         tag("uniqueItems", None);
+    }
+    for (name, v) in APPLICATORS.iter().zip(k.applicators) {
+        let trivial = *name == "not"
+            && (v == Some(&Value::Bool(true))
+                || v.is_some_and(|v| v.as_object().is_some_and(Map::is_empty)));
+        if let Some(v) = v.filter(|_| !trivial) {
+            tag(name, Some(v.to_string()));
+        }
     }
     if let Some(p) = k.pattern.and_then(Value::as_str) {
         tag("pattern", Some(p.to_owned()));
@@ -1269,6 +1312,29 @@ mod tests {
             json!({"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}, "additionalProperties": false}}, "$ref": "#/$defs/node"}),
         );
         assert!(d.contains("next?: TArgsNode;"), "{d}");
+    }
+
+    #[test]
+    fn constraints_typescript_cannot_express_are_kept_as_tags() {
+        let d = one(json!({"type": "object", "properties": {
+            "a": {"type": "string", "not": {"const": ""}},
+            "b": {"type": "array", "contains": {"type": "integer"}, "minContains": 2},
+            "c": {"type": "object", "patternProperties": {"^x-": {"type": "integer"}},
+                  "propertyNames": {"maxLength": 8}, "dependentRequired": {"p": ["q"]},
+                  "additionalProperties": false},
+            "d": {"if": {"type": "string"}, "then": {"minLength": 1}, "else": {"type": "null"}},
+            "e": {"type": "string", "not": {}}
+        }}));
+        for tag in [
+            "@not {\"const\":\"\"}",
+            "@minContains 2 @contains {\"type\":\"integer\"}",
+            "@propertyNames {\"maxLength\":8} @patternProperties {\"^x-\":{\"type\":\"integer\"}} @dependentRequired {\"p\":[\"q\"]}",
+            "@if {\"type\":\"string\"} @then {\"minLength\":1} @else {\"type\":\"null\"}",
+        ] {
+            assert!(d.contains(tag), "{tag} in {d}");
+        }
+        assert!(d.contains("e?: never;"), "{d}");
+        assert!(!d.contains("@not {}"), "{d}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use codemode::manifest::Manifest;
 use codemode::mcp::{Connection, ServerConfig, connect_all, load_config};
+use codemode::schema::ImportWarning;
 use codemode::{FileTools, Registry, ToolHandle};
 
 use super::SetupError;
@@ -38,6 +39,9 @@ fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
 /// registered. Dropped, it hands its MCP servers to [`close_servers`].
 pub(crate) struct Tools {
     pub(crate) registry: Registry,
+    /// What the import of manifests' and servers' JSON Schemas kept for display only, as
+    /// `(tool name, warning)`; already said on stderr.
+    pub(crate) import_warnings: Vec<(String, ImportWarning)>,
     _handles: Vec<ToolHandle>,
     _servers: Vec<Connection>,
 }
@@ -81,8 +85,13 @@ impl ToolOptions {
         let mut handles = files
             .register(&registry)
             .map_err(|e| SetupError(e.to_string()))?;
+        let mut import_warnings = Vec::new();
         for path in &self.manifests {
             let manifest = Manifest::load(path).map_err(|e| SetupError(e.to_string()))?;
+            for (tool, warning) in manifest.warnings() {
+                eprintln!("codemode: {}: tool {tool:?}: {warning}", manifest.file);
+                import_warnings.push((tool, warning));
+            }
             handles.extend(
                 manifest
                     .register(&registry)
@@ -109,6 +118,13 @@ impl ToolOptions {
                     for warning in server.warnings() {
                         eprintln!("codemode: MCP server {:?}: {warning}", server.name());
                     }
+                    for (tool, warning) in server.import_warnings() {
+                        eprintln!(
+                            "codemode: MCP server {:?}: tool {tool:?}: {warning}",
+                            server.name()
+                        );
+                        import_warnings.push((tool, warning));
+                    }
                     servers.push(server);
                 }
                 Err(e) if servers_must_start => failed.push(e.to_string()),
@@ -120,6 +136,7 @@ impl ToolOptions {
         }
         Ok(Tools {
             registry,
+            import_warnings,
             _handles: handles,
             _servers: servers,
         })

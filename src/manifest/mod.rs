@@ -27,7 +27,7 @@ use serde_json::Value;
 
 pub use self::process::{ENV_ALLOW_LIST, MAX_STDERR_SHOWN, MAX_STDOUT_BYTES};
 use crate::dispatch::{Registry, Tool, ToolHandle};
-use crate::schema::{DefinitionError, ParameterSchema, ValueSchema};
+use crate::schema::{DefinitionError, ImportWarning, ParameterSchema, ValueSchema};
 
 /// The timeout of a call when the tool's entry has no `timeout_ms`: 30 000 ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -65,6 +65,9 @@ pub struct CommandTool {
     pub timeout: Duration,
     /// The folder the command runs in: the manifest's.
     pub dir: PathBuf,
+    /// What the import of its `input_schema`/`output_schema` kept for display only (not
+    /// enforced), with paths from the manifest (`tools[0].input_schema.x-order`).
+    pub warnings: Vec<ImportWarning>,
 }
 
 /// The tools of one manifest file.
@@ -162,6 +165,15 @@ impl Manifest {
         })
     }
 
+    /// What the import of the tools' JSON Schemas kept for display only (not enforced), as
+    /// `(tool name, warning)` in the file's order: for the host to log (issue 15, item 3).
+    pub fn warnings(&self) -> Vec<(String, ImportWarning)> {
+        self.tools
+            .iter()
+            .flat_map(|t| t.warnings.iter().map(|w| (t.name.clone(), w.clone())))
+            .collect()
+    }
+
     /// The tools, built (each runs its command per call; see [`process`]).
     ///
     /// # Errors
@@ -257,14 +269,29 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
         Some(_) => return Err((format!("{at}.description"), "expected a string".into())),
     };
     let schema_err = |e: DefinitionError| (format!("{at}.{}", e.path), e.message);
+    let mut warnings = Vec::new();
+    let mut keep = |found: Vec<ImportWarning>| {
+        warnings.extend(found.into_iter().map(|w| ImportWarning {
+            path: format!("{at}.{}", w.path),
+            message: w.message,
+        }));
+    };
     let parameters = match either(m, at, "parameters", "input_schema")? {
         Some((p, false)) => ParameterSchema::from_json(p).map_err(schema_err)?,
-        Some((s, true)) => ParameterSchema::from_json_schema(s).map_err(schema_err)?.0,
+        Some((s, true)) => {
+            let (p, found) = ParameterSchema::from_json_schema(s).map_err(schema_err)?;
+            keep(found);
+            p
+        }
         None => ParameterSchema::empty(),
     };
     let output = match either(m, at, "output", "output_schema")? {
         Some((o, false)) => ValueSchema::from_json(o).map_err(schema_err)?,
-        Some((s, true)) => ValueSchema::from_json_schema(s).map_err(schema_err)?.0,
+        Some((s, true)) => {
+            let (o, found) = ValueSchema::from_json_schema(s).map_err(schema_err)?;
+            keep(found);
+            o
+        }
         None => ValueSchema::default(),
     };
     let command: Vec<String> = match m.get("command") {
@@ -315,5 +342,6 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
         env,
         timeout: Duration::from_millis(timeout_ms),
         dir: dir.to_path_buf(),
+        warnings,
     })
 }

@@ -35,7 +35,7 @@ use super::content::result_value;
 use crate::child::{Group, Tail, describe_exit, drain};
 use crate::dispatch::registry::WeakRegistry;
 use crate::dispatch::{ErrorKind, Exec, Progress, Registry, Tool, ToolError, ToolHandle};
-use crate::schema::{ParameterSchema, ValueSchema};
+use crate::schema::{ImportWarning, ParameterSchema, ValueSchema};
 
 /// A server that could not be used: its name, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +76,7 @@ struct Conn {
     registry: WeakRegistry,
     handles: Mutex<Vec<ToolHandle>>,
     warnings: Mutex<Vec<String>>,
+    import_warnings: Mutex<Vec<(String, ImportWarning)>>,
 }
 
 /// A stdio server's process: killed with its group when dropped. One task per server
@@ -534,6 +535,7 @@ impl Connection {
             registry: registry.downgrade(),
             handles: Mutex::new(Vec::new()),
             warnings: Mutex::new(Vec::new()),
+            import_warnings: Mutex::new(Vec::new()),
             config,
         });
         let listed = tokio::time::timeout(limit, conn.peer.list_all_tools()).await;
@@ -607,6 +609,13 @@ impl Connection {
     /// cannot be imported, a name that cannot be registered).
     pub fn warnings(&self) -> Vec<String> {
         lock(&self.conn.warnings).clone()
+    }
+
+    /// What the import of the last listing's schemas kept for display only (not enforced),
+    /// as `(tool name, warning)` (`NAME.tool`, `input_schema.properties.x.x-widget: …`):
+    /// for the host to log (issue 15, item 3).
+    pub fn import_warnings(&self) -> Vec<(String, ImportWarning)> {
+        lock(&self.conn.import_warnings).clone()
     }
 
     /// The end of what the server wrote on stderr (at most 2 000 bytes), for diagnostics.
@@ -746,6 +755,7 @@ impl Conn {
             handle.dispose();
         }
         let mut warnings = Vec::new();
+        let mut import_warnings = Vec::new();
         for def in tools {
             let def = match serde_json::to_value(def) {
                 Ok(v) => v,
@@ -754,10 +764,12 @@ impl Conn {
                     continue;
                 }
             };
-            match self
-                .tool(&def)
-                .and_then(|tool| registry.register(tool).map_err(|e| e.to_string()))
-            {
+            match self.tool(&def).and_then(|(tool, found)| {
+                let name = tool.name().to_owned();
+                let handle = registry.register(tool).map_err(|e| e.to_string())?;
+                import_warnings.extend(found.into_iter().map(|w| (name.clone(), w)));
+                Ok(handle)
+            }) {
                 Ok(handle) => handles.push(handle),
                 Err(e) => warnings.push(format!(
                     "tool {:?} skipped: {e}",
@@ -769,6 +781,7 @@ impl Conn {
             tracing::warn!(server = %self.config.name, "{w}");
         }
         *lock(&self.warnings) = warnings;
+        *lock(&self.import_warnings) = import_warnings;
     }
 
     async fn relist(self: &Arc<Self>) {
@@ -787,7 +800,7 @@ impl Conn {
     }
 
     /// The tool for one entry of `tools/list`.
-    fn tool(self: &Arc<Self>, def: &Value) -> Result<Tool, String> {
+    fn tool(self: &Arc<Self>, def: &Value) -> Result<(Tool, Vec<ImportWarning>), String> {
         let tool = def
             .get("name")
             .and_then(Value::as_str)
@@ -797,16 +810,16 @@ impl Conn {
             .get("inputSchema")
             .cloned()
             .unwrap_or_else(|| serde_json::json!({"type": "object"}));
-        let (parameters, _) = ParameterSchema::from_json_schema(&input)
+        let (parameters, mut warnings) = ParameterSchema::from_json_schema(&input)
             .map_err(|e| format!("its inputSchema cannot be used: {}: {}", e.path, e.message))?;
         let output_schema = def.get("outputSchema").filter(|s| !s.is_null());
         let output = match output_schema {
             Some(schema) => {
-                ValueSchema::from_json_schema(schema)
-                    .map_err(|e| {
-                        format!("its outputSchema cannot be used: {}: {}", e.path, e.message)
-                    })?
-                    .0
+                let (output, found) = ValueSchema::from_json_schema(schema).map_err(|e| {
+                    format!("its outputSchema cannot be used: {}: {}", e.path, e.message)
+                })?;
+                warnings.extend(found);
+                output
             }
             None => ValueSchema::default(),
         };
@@ -836,6 +849,7 @@ impl Conn {
                 }
             })
             .build()
+            .map(|tool| (tool, warnings))
             .map_err(|e| e.to_string())
     }
 

@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
-use super::node::{Additional, Node, NodeKind};
+use super::node::{Additional, Contains, Node, NodeKind, ObjectSpec};
 
 /// The `$schema` URI of the exported dialect.
 pub const JSON_SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -76,6 +76,7 @@ pub(crate) fn node_to_json_schema(node: &Node) -> Value {
             if a.unique_items {
                 out.insert("uniqueItems".into(), true.into());
             }
+            contains(&mut out, a.contains.as_deref());
         }
         NodeKind::Tuple(t) => {
             out.insert("type".into(), "array".into());
@@ -96,14 +97,22 @@ pub(crate) fn node_to_json_schema(node: &Node) -> Value {
             if let Some(n) = t.max_items {
                 out.insert("maxItems".into(), n.into());
             }
-        }
-        NodeKind::Object(o) => {
-            object_members(&mut out, &o.properties, o.additional.as_ref());
-            if let Some(n) = o.min_properties {
-                out.insert("minProperties".into(), n.into());
+            if t.unique_items {
+                out.insert("uniqueItems".into(), true.into());
             }
-            if let Some(n) = o.max_properties {
-                out.insert("maxProperties".into(), n.into());
+            contains(&mut out, t.contains.as_deref());
+        }
+        NodeKind::Object(o) => object_members(&mut out, o),
+        NodeKind::Not(n) => {
+            out.insert("not".into(), node_to_json_schema(n));
+        }
+        NodeKind::Conditional(c) => {
+            out.insert("if".into(), node_to_json_schema(&c.condition));
+            if let Some(n) = &c.then {
+                out.insert("then".into(), node_to_json_schema(n));
+            }
+            if let Some(n) = &c.otherwise {
+                out.insert("else".into(), node_to_json_schema(n));
             }
         }
         NodeKind::Union(branches) => {
@@ -134,20 +143,34 @@ pub(crate) fn node_to_json_schema(node: &Node) -> Value {
             );
         }
     }
+    if node.implied {
+        // The type came from the keywords (JSON Schema 2020-12 §7.6.1): writing it would
+        // refuse values of other types that the node accepts.
+        out.remove("type");
+    }
     annotations(&mut out, node);
     Value::Object(out)
 }
 
-/// Writes `type`, `properties`, `required` and `additionalProperties` of an object.
-pub(crate) fn object_members(
-    out: &mut Map<String, Value>,
-    properties: &IndexMap<String, Node>,
-    additional: Option<&Additional>,
-) {
+fn contains(out: &mut Map<String, Value>, c: Option<&Contains>) {
+    if let Some(c) = c {
+        out.insert("contains".into(), node_to_json_schema(&c.node));
+        if c.min != 1 {
+            out.insert("minContains".into(), c.min.into());
+        }
+        if let Some(n) = c.max {
+            out.insert("maxContains".into(), n.into());
+        }
+    }
+}
+
+/// Writes `type`, `properties`, `required`, `additionalProperties` and the other object
+/// keywords of an object.
+pub(crate) fn object_members(out: &mut Map<String, Value>, o: &ObjectSpec) {
     out.insert("type".into(), "object".into());
-    let mut props = Map::with_capacity(properties.len());
+    let mut props = Map::with_capacity(o.properties.len());
     let mut required = Vec::new();
-    for (k, v) in properties {
+    for (k, v) in &o.properties {
         props.insert(k.clone(), node_to_json_schema(v));
         if v.required {
             required.push(Value::String(k.clone()));
@@ -157,7 +180,17 @@ pub(crate) fn object_members(
     if !required.is_empty() {
         out.insert("required".into(), Value::Array(required));
     }
-    match additional {
+    if !o.pattern_properties.is_empty() {
+        out.insert(
+            "patternProperties".into(),
+            o.pattern_properties
+                .iter()
+                .map(|(p, n)| (p.source().to_owned(), node_to_json_schema(n)))
+                .collect::<Map<String, Value>>()
+                .into(),
+        );
+    }
+    match &o.additional {
         None | Some(Additional::Allow) => {
             out.insert("additionalProperties".into(), true.into());
         }
@@ -167,6 +200,35 @@ pub(crate) fn object_members(
         Some(Additional::Schema(n)) => {
             out.insert("additionalProperties".into(), node_to_json_schema(n));
         }
+    }
+    if let Some(n) = &o.property_names {
+        out.insert("propertyNames".into(), node_to_json_schema(n));
+    }
+    if let Some(n) = o.min_properties {
+        out.insert("minProperties".into(), n.into());
+    }
+    if let Some(n) = o.max_properties {
+        out.insert("maxProperties".into(), n.into());
+    }
+    if !o.dependent_required.is_empty() {
+        out.insert(
+            "dependentRequired".into(),
+            o.dependent_required
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect::<Map<String, Value>>()
+                .into(),
+        );
+    }
+    if !o.dependent_schemas.is_empty() {
+        out.insert(
+            "dependentSchemas".into(),
+            o.dependent_schemas
+                .iter()
+                .map(|(k, n)| (k.clone(), node_to_json_schema(n)))
+                .collect::<Map<String, Value>>()
+                .into(),
+        );
     }
 }
 

@@ -2,25 +2,38 @@
 //! JSON Schema: MCP servers, OpenAI and Anthropic tool definitions, manifests that give
 //! `input_schema`.
 //!
-//! Understood: `type` (a name or an array of names), `properties`, `required`,
-//! `additionalProperties`, `minProperties`, `maxProperties`, `items` (a schema, or the
-//! draft-4 array form with `additionalItems`), `prefixItems`, `minItems`, `maxItems`,
-//! `uniqueItems`, `enum`, `const`, `oneOf`, `anyOf`, `allOf`, `not: {}` (nothing), the
-//! OpenAPI `nullable`, local `$ref` (to `$defs`, `definitions` or any JSON Pointer in the
-//! document, recursive references included), `minLength`, `maxLength`, `pattern`, `format`,
-//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (numbers, or draft-4
-//! booleans), `multipleOf`; annotations (`title`, `description`, `default`, `examples`,
-//! `$comment`, `deprecated`, `readOnly`, `writeOnly`, `$schema`, `$id`, `$anchor`,
+//! Understood (JSON Schema draft 2020-12 and draft-07): `type` (a name or an array of
+//! names), `properties`, `patternProperties`, `additionalProperties`, `propertyNames`,
+//! `required`, `dependentRequired`, `dependentSchemas`, draft-07 `dependencies`,
+//! `minProperties`, `maxProperties`, `items` (a schema, or the draft-07 array form with
+//! `additionalItems`), `prefixItems`, `contains`, `minContains`, `maxContains`, `minItems`,
+//! `maxItems`, `uniqueItems` (arrays and tuples), `enum`, `const`, `oneOf`, `anyOf`,
+//! `allOf`, `not`, `if`/`then`/`else`, the OpenAPI `nullable`, local `$ref` (to `$defs`,
+//! `definitions` or any JSON Pointer in the document, recursive references included),
+//! `minLength`, `maxLength`, `pattern`, `format`, `minimum`, `maximum`, `exclusiveMinimum`,
+//! `exclusiveMaximum` (numbers, or draft-4 booleans), `multipleOf`; counts may be written
+//! `1.0`. Annotations (`title`, `description`, `default`, `examples`, `$comment`,
+//! `deprecated`, `readOnly`, `writeOnly`, `$schema`, `$id` at the root, `$anchor`,
 //! `contentMediaType`, `contentEncoding`) are kept.
+//!
+//! Refused at registration, with the keyword's path: `unevaluatedProperties`,
+//! `unevaluatedItems`, `$dynamicRef`, `$dynamicAnchor`, `$recursiveRef`,
+//! `$recursiveAnchor`, `$id` below the root, `$ref` to an anchor (`#name`) or to another
+//! document.
 //!
 //! Any other keyword is kept for display and export and named in an [`ImportWarning`]: it
 //! is never silently dropped from the model-facing schema, and never enforced.
 //!
+//! Keywords imply no type when validating (JSON Schema 2020-12 §7.6.1): `{"minItems": 1}`
+//! accepts `""` and `5`. Such a node remembers its likely type for display and exports
+//! without `type`.
+//!
 //! Deliberate differences from JSON Schema (each pinned by a test):
-//! - a schema without `type` whose keywords belong to one type (`properties` →
-//!   object, `items` → array, `minLength` → string, `minimum` → number) is read as that
-//!   type, as models and tool authors mean it; JSON Schema would let other types through;
-//! - `nullable: true` (OpenAPI 3.0) allows `null`.
+//! - `nullable: true` (OpenAPI 3.0) allows `null`;
+//! - `format` is asserted for the formats codemode knows (an annotation in 2020-12 §7.2.1
+//!   unless a vocabulary asserts it);
+//! - draft-07 `$ref` is read with its sibling keywords (2020-12 rules), where draft-07
+//!   ignores the siblings.
 
 use std::collections::HashMap;
 
@@ -61,8 +74,48 @@ const ANNOTATIONS: &[&str] = &[
     "contentEncoding",
 ];
 
+/// Keywords refused at registration: validating without them would accept values the
+/// schema refuses (or the reverse), and they are not implemented.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "unevaluatedProperties",
+        "`unevaluatedProperties` (JSON Schema 2020-12 §11.3) is not supported; use `additionalProperties` beside `properties`/`patternProperties`",
+    ),
+    (
+        "unevaluatedItems",
+        "`unevaluatedItems` (JSON Schema 2020-12 §11.2) is not supported; use `items` beside `prefixItems`",
+    ),
+    (
+        "$dynamicRef",
+        "`$dynamicRef` (JSON Schema 2020-12 §8.2.3.2) is not supported; use `$ref` to a JSON Pointer (#/…)",
+    ),
+    (
+        "$dynamicAnchor",
+        "`$dynamicAnchor` (JSON Schema 2020-12 §8.2.2) is not supported",
+    ),
+    (
+        "$recursiveRef",
+        "`$recursiveRef` (draft 2019-09) is not supported; use `$ref` to a JSON Pointer (#/…)",
+    ),
+    (
+        "$recursiveAnchor",
+        "`$recursiveAnchor` (draft 2019-09) is not supported",
+    ),
+];
+
 const STRUCTURAL: &[&str] = &[
     "type",
+    "patternProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "contains",
+    "minContains",
+    "maxContains",
+    "if",
+    "then",
+    "else",
     "description",
     "default",
     "properties",
@@ -99,6 +152,11 @@ const STRUCTURAL: &[&str] = &[
 
 const OBJECT_KEYS: &[&str] = &[
     "properties",
+    "patternProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
     "required",
     "additionalProperties",
     "minProperties",
@@ -111,6 +169,9 @@ const ARRAY_KEYS: &[&str] = &[
     "minItems",
     "maxItems",
     "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
 ];
 const STRING_KEYS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
 const NUMBER_KEYS: &[&str] = &[
@@ -185,6 +246,14 @@ impl<'a> Importer<'a> {
             ));
         };
         let pointer = percent_decode(pointer);
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return Err(DefinitionError::new(
+                path,
+                format!(
+                    "$ref {reference:?} names an anchor (`$anchor`, JSON Schema 2020-12 §8.2.2), which is not supported: use a JSON Pointer (#/…)"
+                ),
+            ));
+        }
         if let Some(name) = self.names.get(&pointer) {
             return Ok(Node::reference(name.clone()));
         }
@@ -228,6 +297,17 @@ impl<'a> Importer<'a> {
             }
         };
         let at = |key: &str| format!("{path}.{key}");
+        for (key, why) in REFUSED {
+            if map.contains_key(*key) {
+                return Err(DefinitionError::new(at(key), *why));
+            }
+        }
+        if map.contains_key("$id") && path != self.root_path {
+            return Err(DefinitionError::new(
+                at("$id"),
+                "`$id` below the root (JSON Schema 2020-12 §8.2.1) is not supported: it changes how references inside it resolve",
+            ));
+        }
         let mut parts: Vec<Node> = Vec::new();
 
         if let Some(r) = map.get("$ref") {
@@ -254,21 +334,44 @@ impl<'a> Importer<'a> {
             if not.as_object().is_some_and(Map::is_empty) || *not == Value::Bool(true) {
                 parts.push(Node::never());
             } else {
-                self.warn(
-                    at("not"),
-                    "`not` is kept for display but not enforced".to_owned(),
-                );
+                let inner = self.node(not, &at("not"))?;
+                parts.push(Node::of(NodeKind::Not(Box::new(inner))));
+            }
+        }
+        if let Some(condition) = map.get("if") {
+            let condition = self.node(condition, &at("if"))?;
+            let then = match map.get("then") {
+                None => None,
+                Some(n) => Some(self.node(n, &at("then"))?),
+            };
+            let otherwise = match map.get("else") {
+                None => None,
+                Some(n) => Some(self.node(n, &at("else"))?),
+            };
+            if then.is_some() || otherwise.is_some() {
+                parts.push(Node::of(NodeKind::Conditional(Box::new(
+                    super::node::Conditional {
+                        condition,
+                        then,
+                        otherwise,
+                    },
+                ))));
             }
         }
 
-        let types = self.types(map, path)?;
-        let typed: Vec<Node> = types
+        let (types, implied) = self.types(map, path)?;
+        let mut typed: Vec<Node> = types
             .iter()
             .map(|t| self.typed(t, map, path))
             .collect::<Result<_, _>>()?;
+        for n in &mut typed {
+            n.implied = implied;
+        }
         let mut type_node = match typed.len() {
             0 => None,
             1 => typed.into_iter().next(),
+            // Implied types each hold for their own type only: all of them apply.
+            _ if implied => Some(Node::all_of(typed)),
             _ => Some(Node::any_of(typed)),
         };
         let values: Option<Vec<Value>> = match (map.get("const"), map.get("enum")) {
@@ -304,6 +407,8 @@ impl<'a> Importer<'a> {
                         _ => false,
                     };
                 if set_on_type && let Some(node) = type_node.as_mut() {
+                    // The values are all of the node's type: nothing else passes.
+                    node.implied = false;
                     match &mut node.kind {
                         NodeKind::String(s) => {
                             s.enum_values = Some(
@@ -373,8 +478,14 @@ impl<'a> Importer<'a> {
             .collect()
     }
 
-    /// The types a schema declares, or implies by its keywords when it declares none.
-    fn types(&self, map: &Map<String, Value>, path: &str) -> Result<Vec<String>, DefinitionError> {
+    /// The types a schema declares, or implies by its keywords when it declares none (then
+    /// the second value is `true`: each implied type's keywords hold for values of that type
+    /// only, JSON Schema 2020-12 §7.6.1).
+    fn types(
+        &self,
+        map: &Map<String, Value>,
+        path: &str,
+    ) -> Result<(Vec<String>, bool), DefinitionError> {
         const KNOWN: &[&str] = &[
             "string", "number", "integer", "boolean", "null", "array", "object",
         ];
@@ -386,7 +497,7 @@ impl<'a> Importer<'a> {
                         format!("unknown type {t:?} (expected one of {})", KNOWN.join(", ")),
                     ));
                 }
-                Ok(vec![t.clone()])
+                Ok((vec![t.clone()], false))
             }
             Some(Value::Array(list)) => {
                 let mut out = Vec::new();
@@ -405,7 +516,7 @@ impl<'a> Importer<'a> {
                         }
                     }
                 }
-                Ok(out)
+                Ok((out, false))
             }
             Some(_) => Err(DefinitionError::new(
                 format!("{path}.type"),
@@ -426,7 +537,7 @@ impl<'a> Importer<'a> {
                 if has(NUMBER_KEYS) {
                     out.push("number".to_owned());
                 }
-                Ok(out)
+                Ok((out, true))
             }
         }
     }
@@ -438,22 +549,7 @@ impl<'a> Importer<'a> {
         path: &str,
     ) -> Result<Node, DefinitionError> {
         let at = |key: &str| format!("{path}.{key}");
-        let u64_of = |key: &str| -> Result<Option<u64>, DefinitionError> {
-            match map.get(key) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .or_else(|| {
-                        v.as_f64()
-                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                            .map(|f| f as u64)
-                    })
-                    .map(Some)
-                    .ok_or_else(|| {
-                        DefinitionError::new(at(key), "expected a non-negative integer")
-                    }),
-            }
-        };
+        let u64_of = |key: &str| count_of(map, key, path);
         let number_of = |key: &str| -> Result<Option<Number>, DefinitionError> {
             match map.get(key) {
                 None | Some(Value::Bool(_)) => Ok(None),
@@ -521,13 +617,32 @@ impl<'a> Importer<'a> {
 
     fn array(&mut self, map: &Map<String, Value>, path: &str) -> Result<Node, DefinitionError> {
         let at = |key: &str| format!("{path}.{key}");
-        let min_items = map.get("minItems").and_then(Value::as_u64);
-        let max_items = map.get("maxItems").and_then(Value::as_u64);
+        let min_items = count_of(map, "minItems", path)?;
+        let max_items = count_of(map, "maxItems", path)?;
+        let unique_items = match map.get("uniqueItems") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(DefinitionError::new(
+                    at("uniqueItems"),
+                    "expected true or false",
+                ));
+            }
+        };
+        let contains = match map.get("contains") {
+            None => None,
+            Some(c) => Some(Box::new(super::node::Contains {
+                node: self.node(c, &at("contains"))?,
+                min: count_of(map, "minContains", path)?.unwrap_or(1),
+                max: count_of(map, "maxContains", path)?,
+            })),
+        };
         let tuple = |importer: &mut Self,
                      prefix: &Value,
                      prefix_key: &str,
                      rest: Option<&Value>,
-                     rest_key: &str| {
+                     rest_key: &str,
+                     contains: Option<Box<super::node::Contains>>| {
             let prefix = importer.list(prefix, &at(prefix_key))?;
             let rest = match rest {
                 None | Some(Value::Bool(true)) => Some(Box::new(Node::any())),
@@ -539,10 +654,19 @@ impl<'a> Importer<'a> {
                 rest,
                 min_items,
                 max_items,
+                unique_items,
+                contains,
             })))
         };
         if let Some(prefix) = map.get("prefixItems") {
-            return tuple(self, prefix, "prefixItems", map.get("items"), "items");
+            return tuple(
+                self,
+                prefix,
+                "prefixItems",
+                map.get("items"),
+                "items",
+                contains,
+            );
         }
         match map.get("items") {
             Some(prefix @ Value::Array(_)) => tuple(
@@ -551,6 +675,7 @@ impl<'a> Importer<'a> {
                 "items",
                 map.get("additionalItems"),
                 "additionalItems",
+                contains,
             ),
             items => {
                 let items = match items {
@@ -561,10 +686,8 @@ impl<'a> Importer<'a> {
                     items: Box::new(items),
                     min_items,
                     max_items,
-                    unique_items: map
-                        .get("uniqueItems")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
+                    unique_items,
+                    contains,
                 })))
             }
         }
@@ -572,18 +695,84 @@ impl<'a> Importer<'a> {
 
     fn object(&mut self, map: &Map<String, Value>, path: &str) -> Result<Node, DefinitionError> {
         let at = |key: &str| format!("{path}.{key}");
-        let mut properties = IndexMap::new();
-        if let Some(props) = map.get("properties") {
-            let Value::Object(props) = props else {
-                return Err(DefinitionError::new(
-                    at("properties"),
+        let keyed = |key: &str, name: &str| {
+            let mut p = at(key);
+            let _ = crate::value::write_key(&mut p, name);
+            p
+        };
+        let schemas_of = |key: &str| -> Result<Option<&Map<String, Value>>, DefinitionError> {
+            match map.get(key) {
+                None => Ok(None),
+                Some(Value::Object(m)) => Ok(Some(m)),
+                Some(_) => Err(DefinitionError::new(
+                    at(key),
                     "expected an object of schemas",
-                ));
-            };
+                )),
+            }
+        };
+        let mut properties = IndexMap::new();
+        if let Some(props) = schemas_of("properties")? {
             for (name, schema) in props {
-                let mut p = at("properties");
-                let _ = crate::value::write_key(&mut p, name);
-                properties.insert(name.clone(), self.node(schema, &p)?);
+                let node = self.node(schema, &keyed("properties", name))?;
+                properties.insert(name.clone(), node);
+            }
+        }
+        let mut pattern_properties = Vec::new();
+        if let Some(patterns) = schemas_of("patternProperties")? {
+            for (source, schema) in patterns {
+                let p = keyed("patternProperties", source);
+                let pattern = Pattern::new(source.clone());
+                if let Some(err) = pattern.error() {
+                    return Err(DefinitionError::new(
+                        p,
+                        format!("invalid ECMAScript regular expression /{source}/: {err}"),
+                    ));
+                }
+                let node = self.node(schema, &p)?;
+                pattern_properties.push((pattern, node));
+            }
+        }
+        let property_names = match map.get("propertyNames") {
+            None => None,
+            Some(n) => Some(Box::new(self.node(n, &at("propertyNames"))?)),
+        };
+        let mut dependent_required: Vec<(String, Vec<String>)> = Vec::new();
+        let mut dependent_schemas: Vec<(String, Node)> = Vec::new();
+        // Draft-07 `dependencies` (§6.5.7) holds both forms; 2020-12 split it in two.
+        for key in ["dependencies", "dependentRequired", "dependentSchemas"] {
+            let Some(entries) = map.get(key) else {
+                continue;
+            };
+            let Value::Object(entries) = entries else {
+                return Err(DefinitionError::new(at(key), "expected an object"));
+            };
+            for (name, v) in entries {
+                let p = keyed(key, name);
+                match v {
+                    Value::Array(names) if key != "dependentSchemas" => {
+                        let mut list = Vec::with_capacity(names.len());
+                        for (i, n) in names.iter().enumerate() {
+                            let Some(n) = n.as_str() else {
+                                return Err(DefinitionError::new(
+                                    format!("{p}[{i}]"),
+                                    "expected a property name",
+                                ));
+                            };
+                            list.push(n.to_owned());
+                        }
+                        dependent_required.push((name.clone(), list));
+                    }
+                    _ if key == "dependentRequired" => {
+                        return Err(DefinitionError::new(
+                            p,
+                            "expected an array of property names",
+                        ));
+                    }
+                    schema => {
+                        let node = self.node(schema, &p)?;
+                        dependent_schemas.push((name.clone(), node));
+                    }
+                }
             }
         }
         let additional = match map.get("additionalProperties") {
@@ -607,32 +796,70 @@ impl<'a> Importer<'a> {
                         "expected a property name",
                     ));
                 };
-                match properties.get_mut(name) {
-                    Some(p) => p.required = true,
-                    None => {
-                        let node = match &additional {
-                            Additional::Deny => {
-                                return Err(DefinitionError::new(
-                                    format!("{path}.required[{i}]"),
-                                    format!(
-                                        "required property {name:?} is not in `properties` and additionalProperties is false, so no object can match"
-                                    ),
-                                ));
-                            }
-                            Additional::Allow => Node::any(),
-                            Additional::Schema(n) => (**n).clone(),
-                        };
-                        properties.insert(name.to_owned(), node.required());
-                    }
+                if let Some(p) = properties.get_mut(name) {
+                    p.required = true;
+                    continue;
                 }
+                // A required key that is not declared: it takes the schemas of the patterns
+                // it matches (§10.3.2.2), or else `additionalProperties` (§10.3.2.3).
+                let matching: Vec<Node> = pattern_properties
+                    .iter()
+                    .filter(|(p, _)| p.is_match(name))
+                    .map(|(_, n)| n.clone())
+                    .collect();
+                let node = if !matching.is_empty() {
+                    combine(matching)
+                } else {
+                    match &additional {
+                        Additional::Deny => {
+                            return Err(DefinitionError::new(
+                                format!("{path}.required[{i}]"),
+                                format!(
+                                    "required property {name:?} is not in `properties`, matches no `patternProperties`, and additionalProperties is false, so no object can match"
+                                ),
+                            ));
+                        }
+                        Additional::Allow => Node::any(),
+                        Additional::Schema(n) => (**n).clone(),
+                    }
+                };
+                properties.insert(name.to_owned(), node.required());
             }
         }
         Ok(Node::of(NodeKind::Object(ObjectSpec {
             properties,
             additional: Some(additional),
-            min_properties: map.get("minProperties").and_then(Value::as_u64),
-            max_properties: map.get("maxProperties").and_then(Value::as_u64),
+            min_properties: count_of(map, "minProperties", path)?,
+            max_properties: count_of(map, "maxProperties", path)?,
+            pattern_properties,
+            property_names,
+            dependent_required,
+            dependent_schemas,
         })))
+    }
+}
+
+/// A count keyword (`minItems`, `maxProperties`, `minContains`, …): a non-negative
+/// integer, which JSON Schema lets be written `1.0` (2020-12 §6.4: "a non-negative
+/// integer"; a number with a zero fractional part is an integer, §4.2.2).
+fn count_of(
+    map: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<u64>, DefinitionError> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19)
+                    .map(|f| f as u64)
+            })
+            .map(Some)
+            .ok_or_else(|| {
+                DefinitionError::new(format!("{path}.{key}"), "expected a non-negative integer")
+            }),
     }
 }
 
@@ -686,6 +913,7 @@ fn contains_ref(node: &Node) -> bool {
                 || matches!(&o.additional, Some(Additional::Schema(n)) if contains_ref(n))
         }
         NodeKind::Union(b) | NodeKind::AnyOf(b) | NodeKind::AllOf(b) => b.iter().any(contains_ref),
+        NodeKind::Not(_) | NodeKind::Conditional(_) => true,
         _ => false,
     }
 }
@@ -704,7 +932,9 @@ fn combine(mut parts: Vec<Node>) -> Node {
 fn merge_all_of(branches: Vec<Node>) -> Node {
     let mergeable = branches.iter().all(|b| {
         matches!(&b.kind, NodeKind::Object(o) if matches!(o.additional, Some(Additional::Allow))
-            && o.min_properties.is_none() && o.max_properties.is_none())
+            && o.min_properties.is_none() && o.max_properties.is_none()
+            && o.pattern_properties.is_empty() && o.property_names.is_none()
+            && o.dependent_required.is_empty() && o.dependent_schemas.is_empty())
             && b.description.is_none()
             && b.default.is_none()
             && b.extra.is_none()
@@ -723,12 +953,19 @@ fn merge_all_of(branches: Vec<Node>) -> Node {
             }
         }
     }
-    Node::of(NodeKind::Object(ObjectSpec {
+    let mut merged = Node::of(NodeKind::Object(ObjectSpec {
         properties,
         additional: Some(Additional::Allow),
         min_properties: None,
         max_properties: None,
-    }))
+        pattern_properties: Vec::new(),
+        property_names: None,
+        dependent_required: Vec::new(),
+        dependent_schemas: Vec::new(),
+    }));
+    // One branch that requires an object makes the merge require one.
+    merged.implied = branches.iter().all(|b| b.implied);
+    merged
 }
 
 /// Follows a JSON Pointer (RFC 6901) inside `document`.

@@ -27,7 +27,8 @@ pub use export::JSON_SCHEMA_DIALECT;
 pub use format::KNOWN_FORMATS;
 pub use import::ImportWarning;
 pub use node::{
-    Additional, ArraySpec, Node, NodeKind, NumberSpec, ObjectSpec, Pattern, StringSpec, TupleSpec,
+    Additional, ArraySpec, Conditional, Contains, Node, NodeKind, NumberSpec, ObjectSpec, Pattern,
+    StringSpec, TupleSpec,
 };
 pub use pattern::{MAX_BACKTRACK_STEPS, MAX_BACKTRACKING_INPUT};
 pub use validate::{MAX_VIOLATIONS, ValidationReport, Violation};
@@ -93,6 +94,10 @@ impl Default for ParameterSchema {
                 additional: None,
                 min_properties: None,
                 max_properties: None,
+                pattern_properties: Vec::new(),
+                property_names: None,
+                dependent_required: Vec::new(),
+                dependent_schemas: Vec::new(),
             },
             also: Vec::new(),
             defs: IndexMap::new(),
@@ -155,6 +160,7 @@ impl ParameterSchema {
             default: _,
             required: _,
             extra,
+            implied,
         } = root;
         let mut annotations: Map<String, Value> = extra.map(|b| *b).unwrap_or_default();
         annotations.remove("$schema");
@@ -188,8 +194,19 @@ impl ParameterSchema {
                     }
                 }
             }
-            kind @ (NodeKind::Union(_) | NodeKind::AnyOf(_) | NodeKind::Ref(_)) => {
+            kind @ (NodeKind::Union(_)
+            | NodeKind::AnyOf(_)
+            | NodeKind::Ref(_)
+            | NodeKind::Not(_)
+            | NodeKind::Conditional(_)) => {
                 out.also.push(Node::of(kind));
+            }
+            // `{"minItems": 1}` at the root: its keywords hold only for arrays, so every
+            // arguments object passes; kept as a condition so nothing is lost.
+            other if implied => {
+                let mut node = Node::of(other);
+                node.implied = true;
+                out.also.push(node);
             }
             other => return Err(not_object(Node::of(other).type_name())),
         }
@@ -225,14 +242,7 @@ impl ParameterSchema {
     /// The first [`DefinitionError`] found, its path starting with `parameters`.
     pub fn check(&self) -> Result<(), DefinitionError> {
         let checker = Checker { defs: &self.defs };
-        for (name, node) in &self.root.properties {
-            let mut p = String::from("parameters");
-            let _ = crate::value::write_key(&mut p, name);
-            checker.node(node, &p)?;
-        }
-        if let Some(Additional::Schema(n)) = &self.root.additional {
-            checker.node(n, "parameters.additionalProperties")?;
-        }
+        checker.object_spec(&self.root, "parameters", true)?;
         for (i, n) in self.also.iter().enumerate() {
             checker.node(n, &format!("parameters.allOf[{i}]"))?;
         }
@@ -258,14 +268,7 @@ impl ParameterSchema {
         let root = PathSeg::Root("args");
         match arguments {
             Value::Object(map) => {
-                v.check_object(
-                    &self.root.properties,
-                    self.root.additional.as_ref(),
-                    map,
-                    &root,
-                    0,
-                );
-                v.check_property_count(map.len(), &self.root, &root);
+                v.check_object(&self.root, map, &root, 0);
                 for n in &self.also {
                     v.check(n, arguments, &root, 1);
                 }
@@ -291,17 +294,7 @@ impl ParameterSchema {
     /// definitions.
     pub fn to_json_schema(&self) -> Value {
         let mut out = Map::new();
-        export::object_members(
-            &mut out,
-            &self.root.properties,
-            self.root.additional.as_ref(),
-        );
-        if let Some(n) = self.root.min_properties {
-            out.insert("minProperties".into(), n.into());
-        }
-        if let Some(n) = self.root.max_properties {
-            out.insert("maxProperties".into(), n.into());
-        }
+        export::object_members(&mut out, &self.root);
         match self.also.as_slice() {
             [] => {}
             [one]
@@ -511,8 +504,67 @@ impl Checker<'_> {
                 }
                 Ok(())
             }
+            NodeKind::Not(n) => self.unguarded(n, seen, path),
+            NodeKind::Conditional(c) => {
+                for n in [Some(&c.condition), c.then.as_ref(), c.otherwise.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.unguarded(n, seen, path)?;
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
+    }
+
+    /// Checks an object's members; `root` is the implicit parameters object, whose
+    /// property paths have no `.properties` and whose `additionalProperties` may be unset.
+    fn object_spec(&self, o: &ObjectSpec, path: &str, root: bool) -> Result<(), DefinitionError> {
+        match &o.additional {
+            None if !root => {
+                return Err(DefinitionError::new(
+                    path,
+                    "an object node must declare additionalProperties (true, false or a node)",
+                ));
+            }
+            Some(Additional::Schema(n)) => {
+                self.node(n, &format!("{path}.additionalProperties"))?;
+            }
+            _ => {}
+        }
+        for (k, n) in &o.properties {
+            let mut p = if root {
+                path.to_owned()
+            } else {
+                format!("{path}.properties")
+            };
+            let _ = crate::value::write_key(&mut p, k);
+            self.node(n, &p)?;
+        }
+        for (pattern, n) in &o.pattern_properties {
+            let mut p = format!("{path}.patternProperties");
+            let _ = crate::value::write_key(&mut p, pattern.source());
+            if let Some(err) = pattern.error() {
+                return Err(DefinitionError::new(
+                    p,
+                    format!(
+                        "invalid ECMAScript regular expression /{}/: {err}",
+                        pattern.source()
+                    ),
+                ));
+            }
+            self.node(n, &p)?;
+        }
+        if let Some(n) = &o.property_names {
+            self.node(n, &format!("{path}.propertyNames"))?;
+        }
+        for (k, n) in &o.dependent_schemas {
+            let mut p = format!("{path}.dependentSchemas");
+            let _ = crate::value::write_key(&mut p, k);
+            self.node(n, &p)?;
+        }
+        Ok(())
     }
 
     fn node(&self, node: &Node, path: &str) -> Result<(), DefinitionError> {
@@ -581,6 +633,9 @@ impl Checker<'_> {
                     ));
                 }
                 self.node(&a.items, &format!("{path}.items"))?;
+                if let Some(c) = &a.contains {
+                    self.node(&c.node, &format!("{path}.contains"))?;
+                }
             }
             NodeKind::Tuple(t) => {
                 for (i, n) in t.prefix.iter().enumerate() {
@@ -589,24 +644,19 @@ impl Checker<'_> {
                 if let Some(rest) = &t.rest {
                     self.node(rest, &format!("{path}.items"))?;
                 }
-            }
-            NodeKind::Object(o) => {
-                match &o.additional {
-                    None => {
-                        return Err(DefinitionError::new(
-                            path,
-                            "an object node must declare additionalProperties (true, false or a node)",
-                        ));
-                    }
-                    Some(Additional::Schema(n)) => {
-                        self.node(n, &format!("{path}.additionalProperties"))?;
-                    }
-                    Some(_) => {}
+                if let Some(c) = &t.contains {
+                    self.node(&c.node, &format!("{path}.contains"))?;
                 }
-                for (k, n) in &o.properties {
-                    let mut p = format!("{path}.properties");
-                    let _ = crate::value::write_key(&mut p, k);
-                    self.node(n, &p)?;
+            }
+            NodeKind::Object(o) => self.object_spec(o, path, false)?,
+            NodeKind::Not(n) => self.node(n, &format!("{path}.not"))?,
+            NodeKind::Conditional(c) => {
+                self.node(&c.condition, &format!("{path}.if"))?;
+                if let Some(n) = &c.then {
+                    self.node(n, &format!("{path}.then"))?;
+                }
+                if let Some(n) = &c.otherwise {
+                    self.node(n, &format!("{path}.else"))?;
                 }
             }
             NodeKind::Union(b) | NodeKind::AnyOf(b) | NodeKind::AllOf(b) => {

@@ -35,6 +35,11 @@ pub struct Node {
     /// Keywords kept for display and export but not enforced: annotations such as `title`,
     /// and (on import) JSON Schema keywords this language does not understand.
     pub(crate) extra: Option<Box<Map<String, Value>>>,
+    /// The node's type was implied by its keywords, not declared (an imported
+    /// `{"minItems": 1}`): values of other JSON types pass, as JSON Schema 2020-12 §7.6.1
+    /// says of every type-specific keyword ("if the instance is not of this type, the
+    /// keyword evaluates to true"). Export leaves `type` out for such a node.
+    pub(crate) implied: bool,
 }
 
 /// What a [`Node`] accepts.
@@ -72,6 +77,34 @@ pub enum NodeKind {
     Never,
     /// A reference to a named definition of the enclosing schema (`$ref` to `$defs`).
     Ref(String),
+    /// The value must not match the node (JSON Schema 2020-12 §10.2.1.4 `not`).
+    Not(Box<Node>),
+    /// `if`/`then`/`else` (JSON Schema 2020-12 §10.2.2): when the value matches `if` it
+    /// must match `then`, otherwise `else` (an absent branch accepts everything).
+    Conditional(Box<Conditional>),
+}
+
+/// The three schemas of a [`NodeKind::Conditional`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conditional {
+    /// The condition; its failure is not a violation.
+    pub condition: Node,
+    /// What a value that matches the condition must match (`None`: anything).
+    pub then: Option<Node>,
+    /// What a value that does not match the condition must match (`None`: anything).
+    pub otherwise: Option<Node>,
+}
+
+/// `contains` with its bounds (JSON Schema 2020-12 §10.3.1.3 and §6.4.4–6.4.5): between
+/// `min` and `max` elements must match `node`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contains {
+    /// The schema counted elements match.
+    pub node: Node,
+    /// Fewest matching elements (`minContains`; default 1, 0 makes `contains` always hold).
+    pub min: u64,
+    /// Most matching elements (`maxContains`), if bounded.
+    pub max: Option<u64>,
 }
 
 /// Constraints of a `string` node. Lengths count Unicode code points.
@@ -119,6 +152,8 @@ pub struct ArraySpec {
     pub max_items: Option<u64>,
     /// Elements must be pairwise distinct (JSON Schema `uniqueItems`).
     pub unique_items: bool,
+    /// Elements that must be present (JSON Schema `contains`).
+    pub contains: Option<Box<Contains>>,
 }
 
 /// A tuple: fixed schemas for the first elements (JSON Schema `prefixItems`).
@@ -133,6 +168,10 @@ pub struct TupleSpec {
     pub min_items: Option<u64>,
     /// Most elements allowed.
     pub max_items: Option<u64>,
+    /// Elements must be pairwise distinct (JSON Schema `uniqueItems`).
+    pub unique_items: bool,
+    /// Elements that must be present (JSON Schema `contains`).
+    pub contains: Option<Box<Contains>>,
 }
 
 /// Constraints of an `object` node.
@@ -147,6 +186,19 @@ pub struct ObjectSpec {
     pub min_properties: Option<u64>,
     /// Most properties allowed.
     pub max_properties: Option<u64>,
+    /// Keys matching a pattern have values matching its node, and are not additional
+    /// (JSON Schema 2020-12 §10.3.2.2 `patternProperties`). Patterns are ECMAScript regular
+    /// expressions, unanchored.
+    pub pattern_properties: Vec<(Pattern, Node)>,
+    /// Every key, as a string, matches this node (JSON Schema 2020-12 §10.3.2.4
+    /// `propertyNames`).
+    pub property_names: Option<Box<Node>>,
+    /// When the first key is present, the listed keys must be too (JSON Schema 2020-12
+    /// §6.5.4 `dependentRequired`; draft-07 `dependencies` with an array).
+    pub dependent_required: Vec<(String, Vec<String>)>,
+    /// When the key is present, the whole object matches the node (JSON Schema 2020-12
+    /// §10.2.2.4 `dependentSchemas`; draft-07 `dependencies` with a schema).
+    pub dependent_schemas: Vec<(String, Node)>,
 }
 
 /// The `additionalProperties` of an object node.
@@ -168,6 +220,7 @@ impl Node {
             default: None,
             required: false,
             extra: None,
+            implied: false,
         }
     }
 
@@ -213,6 +266,7 @@ impl Node {
             min_items: None,
             max_items: None,
             unique_items: false,
+            contains: None,
         }))
     }
 
@@ -223,6 +277,8 @@ impl Node {
             rest: None,
             min_items: None,
             max_items: None,
+            unique_items: false,
+            contains: None,
         }))
     }
 
@@ -235,6 +291,10 @@ impl Node {
             additional: None,
             min_properties: None,
             max_properties: None,
+            pattern_properties: Vec::new(),
+            property_names: None,
+            dependent_required: Vec::new(),
+            dependent_schemas: Vec::new(),
         }))
     }
 
@@ -377,10 +437,12 @@ impl Node {
         self
     }
 
-    /// Array: elements must be pairwise distinct.
+    /// Array or tuple: elements must be pairwise distinct.
     pub fn unique_items(mut self) -> Node {
-        if let NodeKind::Array(a) = &mut self.kind {
-            a.unique_items = true;
+        match &mut self.kind {
+            NodeKind::Array(a) => a.unique_items = true,
+            NodeKind::Tuple(t) => t.unique_items = true,
+            _ => {}
         }
         self
     }
@@ -468,6 +530,8 @@ impl Node {
             NodeKind::AllOf(_) => "allOf",
             NodeKind::Never => "never",
             NodeKind::Ref(_) => "ref",
+            NodeKind::Not(_) => "not",
+            NodeKind::Conditional(_) => "conditional",
         }
     }
 }

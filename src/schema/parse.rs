@@ -180,6 +180,7 @@ pub(crate) fn parse_node(value: &Value, path: &str) -> Result<Node, DefinitionEr
                 min_items: get_u64(map, "minItems", path)?,
                 max_items: get_u64(map, "maxItems", path)?,
                 unique_items: get_bool(map, "uniqueItems", path)?.unwrap_or(false),
+                contains: None,
             })
         }
         "tuple" => {
@@ -204,6 +205,8 @@ pub(crate) fn parse_node(value: &Value, path: &str) -> Result<Node, DefinitionEr
                 rest,
                 min_items: get_u64(map, "minItems", path)?,
                 max_items: get_u64(map, "maxItems", path)?,
+                unique_items: false,
+                contains: None,
             })
         }
         "object" => {
@@ -231,6 +234,10 @@ pub(crate) fn parse_node(value: &Value, path: &str) -> Result<Node, DefinitionEr
                 additional,
                 min_properties: get_u64(map, "minProperties", path)?,
                 max_properties: get_u64(map, "maxProperties", path)?,
+                pattern_properties: Vec::new(),
+                property_names: None,
+                dependent_required: Vec::new(),
+                dependent_schemas: Vec::new(),
             })
         }
         "union" => {
@@ -294,6 +301,7 @@ pub(crate) fn parse_node(value: &Value, path: &str) -> Result<Node, DefinitionEr
         default: map.get("default").cloned(),
         required: get_bool(map, "required", path)?.unwrap_or(false),
         extra,
+        implied: false,
     })
 }
 

@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::format::check_format;
-use super::node::{Additional, Node, NodeKind};
+use super::node::{Additional, Contains, Node, NodeKind, ObjectSpec};
 use crate::value::{Num, PathSeg, json_equal, json_type_name, preview};
 
 /// Most violations one report lists; the rest are counted in [`ValidationReport::omitted`].
@@ -129,6 +129,9 @@ impl<'s> Validator<'s> {
                 format!("value nests deeper than {MAX_NODE_DEPTH} schema levels")
             });
             return false;
+        }
+        if node.implied && !same_type(node, value) {
+            return true;
         }
         match &node.kind {
             NodeKind::Any => true,
@@ -288,14 +291,10 @@ impl<'s> Validator<'s> {
                     }
                 }
                 if spec.unique_items {
-                    for i in 1..items.len() {
-                        if let Some(j) = (0..i).find(|&j| json_equal(&items[i], &items[j])) {
-                            ok = false;
-                            self.report(&path.index(i), || {
-                                format!("duplicates element {j}, but elements must be unique")
-                            });
-                        }
-                    }
+                    ok &= self.check_unique(items, path);
+                }
+                if let Some(c) = &spec.contains {
+                    ok &= self.check_contains(c, items, path, depth);
                 }
                 ok
             }
@@ -324,14 +323,43 @@ impl<'s> Validator<'s> {
                         }
                     }
                 }
+                if spec.unique_items {
+                    ok &= self.check_unique(items, path);
+                }
+                if let Some(c) = &spec.contains {
+                    ok &= self.check_contains(c, items, path, depth);
+                }
                 ok
             }
             NodeKind::Object(spec) => {
                 let Value::Object(map) = value else {
                     return self.expect_type(false, "object", value, path);
                 };
-                self.check_object(&spec.properties, spec.additional.as_ref(), map, path, depth)
-                    && self.check_count_props(map.len(), spec, path)
+                self.check_object(spec, map, path, depth)
+            }
+            NodeKind::Not(inner) => {
+                if self.accepts(inner, value, depth + 1) {
+                    self.report(path, || {
+                        format!(
+                            "matches a schema it must not match (`not`: {})",
+                            preview(&inner.to_json_schema(), 80)
+                        )
+                    });
+                    false
+                } else {
+                    true
+                }
+            }
+            NodeKind::Conditional(c) => {
+                let branch = if self.accepts(&c.condition, value, depth + 1) {
+                    c.then.as_ref()
+                } else {
+                    c.otherwise.as_ref()
+                };
+                match branch {
+                    Some(n) => self.check(n, value, path, depth + 1),
+                    None => true,
+                }
             }
             NodeKind::Union(branches) => self.check_union(branches, value, path, depth),
             NodeKind::AnyOf(branches) => {
@@ -402,21 +430,7 @@ impl<'s> Validator<'s> {
         ok
     }
 
-    pub(crate) fn check_property_count(
-        &mut self,
-        len: usize,
-        spec: &super::node::ObjectSpec,
-        path: &PathSeg<'_>,
-    ) -> bool {
-        self.check_count_props(len, spec, path)
-    }
-
-    fn check_count_props(
-        &mut self,
-        len: usize,
-        spec: &super::node::ObjectSpec,
-        path: &PathSeg<'_>,
-    ) -> bool {
+    fn check_count_props(&mut self, len: usize, spec: &ObjectSpec, path: &PathSeg<'_>) -> bool {
         let len = len as u64;
         let mut ok = true;
         if let Some(min) = spec.min_properties
@@ -438,18 +452,75 @@ impl<'s> Validator<'s> {
         ok
     }
 
-    /// Checks the members of an object in one pass over its entries: declared properties
-    /// (found in declaration order first, so the usual case needs no hashing), unknown keys
-    /// against `additional` (`None` = open, as at the root of parameters), then missing
-    /// required properties.
+    /// Elements must be pairwise distinct (JSON Schema 2020-12 §6.4.3 `uniqueItems`).
+    fn check_unique(&mut self, items: &[Value], path: &PathSeg<'_>) -> bool {
+        let mut ok = true;
+        for i in 1..items.len() {
+            if let Some(j) = (0..i).find(|&j| json_equal(&items[i], &items[j])) {
+                ok = false;
+                if self.quiet {
+                    return false;
+                }
+                self.report(&path.index(i), || {
+                    format!("duplicates element {j}, but elements must be unique")
+                });
+            }
+        }
+        ok
+    }
+
+    /// Counts the elements matching `contains` and checks the count against its bounds
+    /// (JSON Schema 2020-12 §10.3.1.3, §6.4.4, §6.4.5).
+    fn check_contains(
+        &mut self,
+        c: &Contains,
+        items: &[Value],
+        path: &PathSeg<'_>,
+        depth: usize,
+    ) -> bool {
+        let count = items
+            .iter()
+            .filter(|item| self.accepts(&c.node, item, depth + 1))
+            .count() as u64;
+        let shown = || preview(&c.node.to_json_schema(), 80);
+        if count < c.min {
+            let min = c.min;
+            self.report(path, || {
+                format!(
+                    "expected at least {min} element(s) matching `contains` {}, got {count}",
+                    shown()
+                )
+            });
+            return false;
+        }
+        if let Some(max) = c.max
+            && count > max
+        {
+            self.report(path, || {
+                format!(
+                    "expected at most {max} element(s) matching `contains` {}, got {count}",
+                    shown()
+                )
+            });
+            return false;
+        }
+        true
+    }
+
+    /// Checks an object in one pass over its entries: declared properties (found in
+    /// declaration order first, so the usual case needs no hashing), keys matching
+    /// `patternProperties`, other keys against `additional` (`None` = open, as at the root
+    /// of parameters), `propertyNames`; then missing required properties, the property
+    /// count, `dependentRequired` and `dependentSchemas` (JSON Schema 2020-12 §10.3.2,
+    /// §6.5, §10.2.2.4).
     pub(crate) fn check_object(
         &mut self,
-        properties: &IndexMap<String, Node>,
-        additional: Option<&Additional>,
+        spec: &ObjectSpec,
         map: &serde_json::Map<String, Value>,
         path: &PathSeg<'_>,
         depth: usize,
     ) -> bool {
+        let properties = &spec.properties;
         let mut ok = true;
         let mut required_seen = 0usize;
         let mut cursor = 0usize;
@@ -464,14 +535,46 @@ impl<'s> Validator<'s> {
                     node
                 }),
             };
-            let member_ok = match declared {
+            let mut member_ok = true;
+            if let Some(names) = &spec.property_names
+                && !self.accepts(names, &Value::String(key.clone()), depth + 1)
+            {
+                member_ok = false;
+                self.report(&path.key(key), || {
+                    format!(
+                        "the key does not match `propertyNames` {}",
+                        preview(&names.to_json_schema(), 80)
+                    )
+                });
+            }
+            let mut matched_pattern = false;
+            for (pattern, node) in &spec.pattern_properties {
+                match pattern.check(key) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        matched_pattern = true;
+                        member_ok &= self.check(node, v, &path.key(key), depth + 1);
+                    }
+                    Err(_) => {
+                        member_ok = false;
+                        self.report(&path.key(key), || {
+                            format!(
+                                "the key could not be checked against the pattern /{}/ of patternProperties (too costly)",
+                                pattern.source()
+                            )
+                        });
+                    }
+                }
+            }
+            member_ok &= match declared {
                 Some(node) => {
                     if node.required {
                         required_seen += 1;
                     }
                     self.check(node, v, &path.key(key), depth + 1)
                 }
-                None => match additional {
+                None if matched_pattern => true,
+                None => match spec.additional.as_ref() {
                     None | Some(Additional::Allow) => true,
                     Some(Additional::Schema(node)) => {
                         self.check(node, v, &path.key(key), depth + 1)
@@ -479,14 +582,30 @@ impl<'s> Validator<'s> {
                     Some(Additional::Deny) => {
                         self.report(&path.key(key), || {
                             let known: Vec<&str> = properties.keys().map(String::as_str).collect();
-                            if known.is_empty() {
+                            let patterns: Vec<&str> = spec
+                                .pattern_properties
+                                .iter()
+                                .map(|(p, _)| p.source())
+                                .collect();
+                            let mut m = if known.is_empty() && patterns.is_empty() {
                                 "unknown property (this object takes no properties)".to_owned()
+                            } else if known.is_empty() {
+                                "unknown property".to_owned()
                             } else {
                                 format!(
                                     "unknown property (allowed: {})",
                                     crate::value::name_list(known, 12)
                                 )
+                            };
+                            if !patterns.is_empty() {
+                                let list: Vec<String> =
+                                    patterns.iter().map(|p| format!("/{p}/")).collect();
+                                m.push_str(&format!(
+                                    "; keys matching {} are allowed too",
+                                    list.join(", ")
+                                ));
                             }
+                            m
                         });
                         false
                     }
@@ -510,6 +629,41 @@ impl<'s> Validator<'s> {
                     self.report(&path.key(key), || {
                         format!("missing required property (expected {})", short_type(prop))
                     });
+                }
+            }
+        }
+        if !self.check_count_props(map.len(), spec, path) {
+            ok = false;
+            if self.quiet {
+                return false;
+            }
+        }
+        for (key, needed) in &spec.dependent_required {
+            if !map.contains_key(key) {
+                continue;
+            }
+            for other in needed {
+                if !map.contains_key(other) {
+                    ok = false;
+                    if self.quiet {
+                        return false;
+                    }
+                    self.report(&path.key(other), || {
+                        format!("missing property, required when {key:?} is present")
+                    });
+                }
+            }
+        }
+        let mut whole: Option<Value> = None;
+        for (key, node) in &spec.dependent_schemas {
+            if !map.contains_key(key) {
+                continue;
+            }
+            let whole = whole.get_or_insert_with(|| Value::Object(map.clone()));
+            if !self.check(node, whole, path, depth + 1) {
+                ok = false;
+                if self.quiet {
+                    return false;
                 }
             }
         }
@@ -632,5 +786,18 @@ fn short_type(node: &Node) -> String {
         NodeKind::Ref(name) => name.clone(),
         NodeKind::String(s) if s.enum_values.is_some() => "string enum".to_owned(),
         _ => node.type_name().to_owned(),
+    }
+}
+
+/// Whether `value` is of the JSON type `node` describes (a node of no single type says yes).
+fn same_type(node: &Node, value: &Value) -> bool {
+    match &node.kind {
+        NodeKind::String(_) => value.is_string(),
+        NodeKind::Number(_) | NodeKind::Integer(_) => value.is_number(),
+        NodeKind::Boolean => value.is_boolean(),
+        NodeKind::Null => value.is_null(),
+        NodeKind::Array(_) | NodeKind::Tuple(_) => value.is_array(),
+        NodeKind::Object(_) => value.is_object(),
+        _ => true,
     }
 }

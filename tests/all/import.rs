@@ -177,7 +177,7 @@ fn tuples_draft4_bounds_and_all_of() {
 fn unknown_keywords_are_kept_and_warned_never_dropped() {
     let schema = json!({"type": "object", "properties": {
         "a": {"type": "string", "x-widget": "textarea", "title": "A"},
-        "b": {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
+        "b": {"type": "object", "patternProperties": {"^x": {"type": "string"}}, "x-order": 2}
     }});
     let (p, warnings) = ParameterSchema::from_json_schema(&schema).unwrap();
     let shown: Vec<String> = warnings.iter().map(ToString::to_string).collect();
@@ -185,7 +185,7 @@ fn unknown_keywords_are_kept_and_warned_never_dropped() {
         shown,
         [
             "input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced",
-            "input_schema.properties.b.patternProperties: `patternProperties` is kept for display but not enforced",
+            "input_schema.properties.b.x-order: `x-order` is kept for display but not enforced",
         ]
     );
     let exported = p.to_json_schema();
@@ -204,7 +204,7 @@ fn bad_imported_definitions_name_their_path() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "input_schema.properties.o.required[0]: required property \"x\" is not in `properties` and additionalProperties is false, so no object can match"
+        "input_schema.properties.o.required[0]: required property \"x\" is not in `properties`, matches no `patternProperties`, and additionalProperties is false, so no object can match"
     );
     let err = ParameterSchema::from_json_schema(
         &json!({"properties": {"p": {"type": "string", "pattern": "(?<x"}}}),
@@ -291,4 +291,250 @@ fn node_language_round_trips_through_json_schema() {
     let (again, warnings) = ValueSchema::from_json_schema(&v.to_json_schema()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(again, v);
+}
+
+fn output(schema: Value) -> ValueSchema {
+    ValueSchema::from_json_schema(&schema)
+        .unwrap_or_else(|e| panic!("{schema}: {e}"))
+        .0
+}
+
+fn error_of(schema: &ValueSchema, value: Value) -> String {
+    schema.validate(&value).unwrap_err().to_string()
+}
+
+#[test]
+fn keywords_imply_no_type_when_validating() {
+    let s = output(json!({"minItems": 1}));
+    assert!(s.validate(&json!("")).is_ok());
+    assert!(s.validate(&json!(5)).is_ok());
+    assert_eq!(
+        error_of(&s, json!([])),
+        "output: expected at least 1 items, got 0"
+    );
+    // exported without the type the keywords suggested
+    assert_eq!(s.to_json_schema(), json!({"items": {}, "minItems": 1}));
+
+    let s = output(json!({"properties": {"a": {"type": "string"}}, "minLength": 2}));
+    assert!(s.validate(&json!(5)).is_ok());
+    assert!(s.validate(&json!({"a": "x"})).is_ok());
+    assert_eq!(
+        error_of(&s, json!({"a": 1})),
+        "output.a: expected string, got number"
+    );
+    assert_eq!(
+        error_of(&s, json!("x")),
+        "output: expected at least 2 characters, got 1"
+    );
+
+    // an explicit type still refuses other types
+    let s = output(json!({"type": "array", "minItems": 1}));
+    assert_eq!(
+        error_of(&s, json!("")),
+        "output: expected array, got string"
+    );
+    // an enum of strings beside string keywords allows strings only
+    let s = output(json!({"enum": ["ab", "abc"], "maxLength": 2}));
+    assert_eq!(
+        error_of(&s, json!(5)),
+        "output: expected string, got number"
+    );
+    assert_eq!(
+        error_of(&s, json!("abc")),
+        "output: expected at most 2 characters, got 3\noutput: expected one of \"ab\", got \"abc\""
+    );
+}
+
+#[test]
+fn counts_written_as_decimals_are_integers() {
+    let s = output(json!({"type": "array", "minItems": 1.0, "maxItems": 2.0}));
+    assert_eq!(
+        error_of(&s, json!([])),
+        "output: expected at least 1 items, got 0"
+    );
+    assert_eq!(
+        error_of(&s, json!([1, 2, 3])),
+        "output: expected at most 2 items, got 3"
+    );
+    let err = ValueSchema::from_json_schema(&json!({"minProperties": 1.5})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output_schema.minProperties: expected a non-negative integer"
+    );
+}
+
+#[test]
+fn pattern_properties_are_not_additional() {
+    // The shape of a real MCP server's argument that used to be refused.
+    let p = params(json!({"type": "object", "properties": {
+        "headers": {
+            "type": "object",
+            "properties": {"host": {"type": "string"}},
+            "patternProperties": {"^x-": {"type": "integer"}},
+            "additionalProperties": false
+        }
+    }}));
+    assert!(
+        p.validate(&json!({"headers": {"host": "a", "x-id": 1}}))
+            .is_ok()
+    );
+    assert_eq!(
+        p.validate(&json!({"headers": {"x-id": "1"}}))
+            .unwrap_err()
+            .to_string(),
+        "args.headers[\"x-id\"]: expected integer, got string"
+    );
+    assert_eq!(
+        p.validate(&json!({"headers": {"y": 1}}))
+            .unwrap_err()
+            .to_string(),
+        "args.headers.y: unknown property (allowed: host); keys matching /^x-/ are allowed too"
+    );
+    // every matching pattern applies, and `properties` too
+    let s = output(json!({"properties": {"aa": {"maxLength": 1}},
+        "patternProperties": {"a": {"type": "string"}, "^a+$": {"minLength": 1}}}));
+    assert!(s.validate(&json!({"aa": "x", "ba": "", "c": 1})).is_ok());
+    assert_eq!(
+        error_of(&s, json!({"aa": ""})),
+        "output.aa: expected at least 1 characters, got 0"
+    );
+    assert_eq!(
+        error_of(&s, json!({"ba": 1})),
+        "output.ba: expected string, got number"
+    );
+    // the schema is exported as it was written
+    assert_eq!(
+        s.to_json_schema()["patternProperties"],
+        json!({"a": {"type": "string"}, "^a+$": {"minLength": 1}})
+    );
+    let err = ValueSchema::from_json_schema(&json!({"patternProperties": {"(": {}}})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output_schema.patternProperties[\"(\"]: invalid ECMAScript regular expression /(/: Unbalanced parenthesis"
+    );
+}
+
+#[test]
+fn property_names_and_dependencies_are_enforced() {
+    let s = output(json!({"propertyNames": {"maxLength": 3}}));
+    assert!(s.validate(&json!({"abc": 1})).is_ok());
+    assert_eq!(
+        error_of(&s, json!({"abcd": 1})),
+        "output.abcd: the key does not match `propertyNames` {\"maxLength\":3}"
+    );
+
+    for key in ["dependentRequired", "dependencies"] {
+        let s = output(json!({key: {"card": ["address"]}}));
+        assert!(s.validate(&json!({"address": 1})).is_ok());
+        assert_eq!(
+            error_of(&s, json!({"card": 1})),
+            "output.address: missing property, required when \"card\" is present"
+        );
+    }
+    for key in ["dependentSchemas", "dependencies"] {
+        let s = output(json!({key: {"card": {"required": ["cvv"]}}}));
+        assert!(s.validate(&json!({"cvv": 1})).is_ok());
+        assert_eq!(
+            error_of(&s, json!({"card": 1})),
+            "output.cvv: missing required property (expected any)"
+        );
+    }
+}
+
+#[test]
+fn contains_counts_matching_elements() {
+    let s = output(json!({"contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}));
+    assert!(s.validate(&json!("not an array")).is_ok());
+    assert!(s.validate(&json!([1, "a", 2])).is_ok());
+    assert_eq!(
+        error_of(&s, json!([1, "a"])),
+        "output: expected at least 2 element(s) matching `contains` {\"type\":\"integer\"}, got 1"
+    );
+    assert_eq!(
+        error_of(&s, json!([1, 2, 3, 4])),
+        "output: expected at most 3 element(s) matching `contains` {\"type\":\"integer\"}, got 4"
+    );
+    let s = output(json!({"contains": {"const": 1}, "minContains": 0}));
+    assert!(s.validate(&json!([])).is_ok());
+    let s = output(json!({"prefixItems": [{"type": "string"}], "contains": {"const": 1}}));
+    assert_eq!(
+        error_of(&s, json!(["a"])),
+        "output: expected at least 1 element(s) matching `contains` {\"const\":1}, got 0"
+    );
+}
+
+#[test]
+fn unique_items_holds_for_tuples() {
+    for schema in [
+        json!({"prefixItems": [{}, {}], "uniqueItems": true}),
+        json!({"items": [{}, {}], "uniqueItems": true}),
+    ] {
+        let s = output(schema);
+        assert!(s.validate(&json!([1, 2])).is_ok());
+        assert_eq!(
+            error_of(&s, json!([1, 1.0])),
+            "output[1]: duplicates element 0, but elements must be unique"
+        );
+    }
+}
+
+#[test]
+fn not_and_conditionals_are_enforced_and_shown() {
+    let s = output(json!({"not": {"type": "string"}}));
+    assert!(s.validate(&json!(1)).is_ok());
+    assert_eq!(
+        error_of(&s, json!("a")),
+        "output: matches a schema it must not match (`not`: {\"type\":\"string\"})"
+    );
+    assert_eq!(s.to_json_schema(), json!({"not": {"type": "string"}}));
+
+    let s = output(json!({
+        "if": {"properties": {"kind": {"const": "file"}}},
+        "then": {"required": ["path"]},
+        "else": {"required": ["url"]}
+    }));
+    assert!(s.validate(&json!({"kind": "file", "path": "a"})).is_ok());
+    assert!(s.validate(&json!({"kind": "web", "url": "b"})).is_ok());
+    assert_eq!(
+        error_of(&s, json!({"kind": "file"})),
+        "output.path: missing required property (expected any)"
+    );
+    assert_eq!(
+        error_of(&s, json!({"kind": "web"})),
+        "output.url: missing required property (expected any)"
+    );
+    assert_eq!(
+        s.to_json_schema()["else"],
+        json!({"properties": {"url": {}}, "required": ["url"], "additionalProperties": true})
+    );
+}
+
+#[test]
+fn keywords_not_implemented_are_refused_with_their_path() {
+    let cases = [
+        (
+            json!({"properties": {"a": {"unevaluatedProperties": false}}}),
+            "output_schema.properties.a.unevaluatedProperties: `unevaluatedProperties` (JSON Schema 2020-12 §11.3) is not supported; use `additionalProperties` beside `properties`/`patternProperties`",
+        ),
+        (
+            json!({"items": {"unevaluatedItems": false}}),
+            "output_schema.items.unevaluatedItems: `unevaluatedItems` (JSON Schema 2020-12 §11.2) is not supported; use `items` beside `prefixItems`",
+        ),
+        (
+            json!({"$defs": {"a": {"$anchor": "a"}}, "$ref": "#a"}),
+            "output_schema.$ref: $ref \"#a\" names an anchor (`$anchor`, JSON Schema 2020-12 §8.2.2), which is not supported: use a JSON Pointer (#/…)",
+        ),
+        (
+            json!({"items": {"$id": "item.json"}}),
+            "output_schema.items.$id: `$id` below the root (JSON Schema 2020-12 §8.2.1) is not supported: it changes how references inside it resolve",
+        ),
+        (
+            json!({"$dynamicRef": "#meta"}),
+            "output_schema.$dynamicRef: `$dynamicRef` (JSON Schema 2020-12 §8.2.3.2) is not supported; use `$ref` to a JSON Pointer (#/…)",
+        ),
+    ];
+    for (schema, message) in cases {
+        let err = ValueSchema::from_json_schema(&schema).unwrap_err();
+        assert_eq!(err.to_string(), message);
+    }
 }

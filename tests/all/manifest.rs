@@ -386,3 +386,62 @@ fn the_readme_manifest_example_runs_and_type_checks() {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+#[test]
+fn import_warnings_reach_stderr_tools_json_and_the_library() {
+    let manifest = r#"{"tools": [{"name": "w", "command": ["true"],
+        "input_schema": {"type": "object", "properties": {"a": {"type": "string", "x-widget": "area"}}},
+        "output_schema": {"type": "string", "x-unit": "m"}}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.json");
+    std::fs::write(&path, manifest).unwrap();
+    // the library: a list the host can log
+    let loaded = Manifest::load(&path).unwrap();
+    let shown: Vec<String> = loaded
+        .warnings()
+        .iter()
+        .map(|(tool, w)| format!("{tool}: {w}"))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "w: tools[0].input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced",
+            "w: tools[0].output_schema.x-unit: `x-unit` is kept for display but not enforced",
+        ]
+    );
+    // stderr, and `warnings` in `tools --json`
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["tools", "--json", "--tools"])
+        .arg(&path)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr).replace(path.to_str().unwrap(), "MANIFEST");
+    assert_eq!(
+        err,
+        "codemode: MANIFEST: tool \"w\": tools[0].input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced\n\
+         codemode: MANIFEST: tool \"w\": tools[0].output_schema.x-unit: `x-unit` is kept for display but not enforced\n"
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "w")
+        .unwrap();
+    assert_eq!(
+        w["warnings"],
+        json!([
+            "tools[0].input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced",
+            "tools[0].output_schema.x-unit: `x-unit` is kept for display but not enforced"
+        ])
+    );
+    let read_file = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .unwrap();
+    assert!(read_file.get("warnings").is_none());
+}
