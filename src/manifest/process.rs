@@ -152,6 +152,12 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
             () = overflow.cancelled() => Ended::Overflow,
         }
     };
+    // A command stopped reading at the limit may die of the closed pipe (SIGPIPE) before
+    // the overflow is seen: the limit is why it ended.
+    let ended = match ended {
+        Ended::Done(_) if overflow.is_cancelled() => Ended::Overflow,
+        other => other,
+    };
     let status = match ended {
         Ended::Done(status) => status,
         other => {
