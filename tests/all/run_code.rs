@@ -388,3 +388,100 @@ async fn console_text_keeps_its_line_when_it_holds_a_lone_surrogate() {
         ])
     );
 }
+
+/// The `warn` line a run adds when its last expression's value is not JSON.
+fn not_json_note(why: &str) -> serde_json::Value {
+    json!({"level": "warn", "text": format!("the value of the program's last expression is not JSON ({why}): the result is its readable form, as console.log shows it; `return` a JSON value to get it as data")})
+}
+
+#[tokio::test]
+async fn an_implicit_result_that_is_not_json_ends_ok_with_its_readable_form() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    // The work is done (the call is made), then the last expression is a Map.
+    let v = h
+        .run("await tools.echo({a: 1});\nconst m = new Map([['k', 1]]);\nm")
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "Map(1) { 'k' => 1 }");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result: a Map is not JSON; convert it with Object.fromEntries(map) or [...map]"
+        )])
+    );
+    assert_eq!(v["calls"][0]["status"], "ok");
+
+    let v = h.run("function f() {}\nf").await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "[Function: f]");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result: a function is not JSON (call it and pass its result)"
+        )])
+    );
+
+    let v = h
+        .run("class Node { constructor() { this.self = this } }\nnew Node()")
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "Node { self: [Circular *1] }");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result.self: the value is cyclic (it contains itself)"
+        )])
+    );
+
+    // JSON values and `undefined` are unchanged, with no note.
+    let v = h.run("const x = {a: [1, 'b']};\nx").await;
+    assert_eq!(
+        (&v["result"], &v["logs"]),
+        (&json!({"a": [1, "b"]}), &json!([]))
+    );
+    let v = h.run("let y = 1;\ny = undefined").await;
+    assert_eq!((v.get("result"), &v["logs"]), (None, &json!([])));
+}
+
+#[tokio::test]
+async fn an_explicit_return_of_a_value_that_is_not_json_stays_an_error() {
+    let h = Harness::new(fast_limits());
+    let e = h.err("return new Map([['k', 1]])").await;
+    assert_eq!(
+        e,
+        json!({"name": "ResultError", "message": "the program's result is not JSON: result: a Map is not JSON; convert it with Object.fromEntries(map) or [...map]"})
+    );
+    // Also when the program returns early, before its last expression statement.
+    let e = h.err("if (true) return () => 1;\n'unreached'").await;
+    assert_eq!(
+        e["message"],
+        "the program's result is not JSON: result: a function is not JSON (call it and pass its result)"
+    );
+    // `export default` is an explicit result too.
+    let e = h.err("export default new Set([1])").await;
+    assert_eq!(e["name"], "ResultError");
+}
+
+#[tokio::test]
+async fn a_pending_promise_as_the_last_expression_is_awaited() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run("new Promise((resolve) => setTimeout(() => resolve({done: true}), 10))")
+        .await;
+    assert_eq!(
+        (&v["status"], &v["result"]),
+        (&json!("ok"), &json!({"done": true}))
+    );
+    // One that settles with a value that is not JSON is shown as well.
+    let v = h
+        .run("new Promise((resolve) => setTimeout(() => resolve(new Set([1, 2])), 10))")
+        .await;
+    assert_eq!(
+        (&v["status"], &v["result"]),
+        (&json!("ok"), &json!("Set(2) { 1, 2 }"))
+    );
+    // One that never settles is the deadlock it is with `return`.
+    let e = h.err("new Promise(() => {})").await;
+    assert_eq!(e["name"], "DeadlockError");
+}
