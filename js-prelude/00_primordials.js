@@ -8,6 +8,7 @@
 const uncurryThis = (fn) => Function.prototype.bind.call(Function.prototype.call, fn);
 
 const P = Object.create(null);
+P.Object = Object;
 P.ObjectPrototype = Object.prototype;
 P.ArrayPrototype = Array.prototype;
 P.ObjectCreate = Object.create;

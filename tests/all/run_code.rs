@@ -485,3 +485,64 @@ async fn a_pending_promise_as_the_last_expression_is_awaited() {
     let e = h.err("new Promise(() => {})").await;
     assert_eq!(e["name"], "DeadlockError");
 }
+
+#[tokio::test]
+async fn the_array_guards_keep_the_built_ins_shape() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok(r#"
+const names = ["join", "toLocaleString", "reverse", "shift", "unshift", "slice", "copyWithin",
+               "splice", "toSpliced", "sort", "concat", "flat", "flatMap"];
+const constructible = (f) => { try { Reflect.construct(function () {}, [], f); return true } catch { return false } };
+const shape = names.map((n) => {
+  const f = Array.prototype[n];
+  return [f.name, f.length, Object.hasOwn(f, "prototype"), constructible(f)];
+});
+let newJoin;
+try { new Array.prototype.join() } catch (e) { newJoin = e.constructor.name }
+return { shape, newJoin, typedSort: [Uint8Array.prototype.sort.name, constructible(Uint8Array.prototype.sort)] };
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({
+            "shape": [
+                ["join", 1, false, false], ["toLocaleString", 0, false, false],
+                ["reverse", 0, false, false], ["shift", 0, false, false],
+                ["unshift", 1, false, false], ["slice", 2, false, false],
+                ["copyWithin", 2, false, false], ["splice", 2, false, false],
+                ["toSpliced", 2, false, false], ["sort", 1, false, false],
+                ["concat", 1, false, false], ["flat", 0, false, false],
+                ["flatMap", 1, false, false]
+            ],
+            "newJoin": "TypeError",
+            "typedSort": ["sort", false]
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_array_guards_read_length_once_and_refuse_only_large_work() {
+    let h = Harness::new(fast_limits());
+    // A length behind a getter is read once, by the built-in.
+    let r = h
+        .ok("let reads = 0;\nconst o = {get length() { reads++; return 2 }, 0: 'a', 1: 'b'};\nconst s = Array.prototype.join.call(o, '-');\nconst m = [].flatMap.call(o, (x) => [x, x]);\nreturn [s, m, reads]")
+        .await;
+    assert_eq!(r, json!(["a-b", ["a", "a", "b", "b"], 2]));
+    // Calls that touch a few elements of a long sparse array-like run.
+    let r = h
+        .ok("const n = 2 ** 53 - 1;\nconst o = {length: n, [n - 2]: 'x', [n - 1]: 'y'};\nconst s = Array.prototype.slice.call(o, n - 2);\nconst removed = Array.prototype.splice.call(o, n - 1, 1, 'z');\nreturn [s, removed, o[n - 1], o.length]")
+        .await;
+    assert_eq!(r, json!([["x", "y"], ["y"], "z", 9007199254740991u64]));
+    // Work that is really large is still refused before the loop starts.
+    let e = h.err("new Array(2 ** 32 - 1).slice(0, 2 ** 31)").await;
+    assert_eq!(
+        e,
+        json!({"name": "RangeError", "message": "slice() on a length of 4294967295 is refused: no array that long fits in the sandbox's memory", "line": 1, "column": 23})
+    );
+    let e = h.err("[1].flatMap(() => new Array(1e9))").await;
+    assert_eq!(
+        e["message"],
+        "flatMap() on a length of 1000000000 is refused: no array that long fits in the sandbox's memory"
+    );
+}
