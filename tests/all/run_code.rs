@@ -546,3 +546,44 @@ async fn the_array_guards_read_length_once_and_refuse_only_large_work() {
         "flatMap() on a length of 1000000000 is refused: no array that long fits in the sandbox's memory"
     );
 }
+
+#[tokio::test]
+async fn console_works_and_runs_no_program_code_when_prototypes_and_json_are_tampered_with() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+const seen = { what: "" };
+const hook = (name) => ({ __proto__: null, get() { seen.what += name + " "; throw new Error(name) }, set() { seen.what += name + " " }, configurable: true });
+Object.defineProperty(Array.prototype, 0, hook("Array.prototype[0]"));
+Object.defineProperty(Object.prototype, 1, hook("Object.prototype[1]"));
+Object.defineProperty(Object.prototype, "get", hook("get"));
+Object.defineProperty(Object.prototype, "set", hook("set"));
+Object.defineProperty(Object.prototype, "value", hook("value"));
+Object.defineProperty(Object.prototype, "enumerable", hook("enumerable"));
+Object.defineProperty(Function.prototype, "name", hook("name"));
+String.prototype.valueOf = () => { seen.what += "valueOf "; return "no" };
+JSON.stringify = () => { seen.what += "JSON "; throw new Error("JSON") };
+const holder = { b: [1, 2], c: "x\ny", get g() { return 1 } };
+console.log("a", holder, [3, "y"], new String("s"), function f() {}, new Map([[1, 2]]));
+console.log("%j and %o", { k: 1 }, [4]);
+console.error(new RangeError("bad"));
+return seen.what;
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "");
+    let texts: Vec<&str> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts[..2],
+        [
+            "a { b: [ 1, 2 ], c: 'x\\ny', g: [Getter] } [ 3, 'y' ] [String: 's'] [Function: f] Map(1) { 1 => 2 }",
+            "{\"k\":1} and [ 4 ]",
+        ]
+    );
+    assert!(texts[2].starts_with("RangeError: bad\n"), "{}", texts[2]);
+}
