@@ -7,6 +7,7 @@
 //   setTimer(id, milliseconds), clearTimer(id)
 //   toolNames: [[name, alias], ...]
 //   maxArrayLength: the longest array the memory limit can hold
+//   isProxy(value) -> whether value is a Proxy (35_guards.js)
 // The Rust side builds it as `Host` in src/sandbox/host.rs (keep the two in step). They are
 // captured here; nothing reaches the program's global scope from this file. What the host
 // reads back from `internals` is listed by `Internals` in the same Rust file.

@@ -5,26 +5,102 @@
 //
 // Loaded as the body of `function (P) { … }`, P being the primordials; returns
 // `{ formatArgs, inspect }`.
+//
+// It runs no program code the program did not ask for (issue 15, item 7): built-ins come
+// from the primordials, its own lists have no prototype (an indexed setter on
+// `Array.prototype` or `Object.prototype` never sees them), and it reads properties through
+// their descriptors, own members only (a getter on `Object.prototype` named `get` or
+// `value` never runs).
 "use strict";
 
 const {
   ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols, ObjectGetOwnPropertyDescriptor,
-  ObjectGetPrototypeOf, ObjectIs, ObjectPrototypeToString, ObjectCreate, ReflectApply,
-  ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, StringPrototypeReplace,
+  ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectPrototypeToString, ObjectCreate, ReflectApply,
+  ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, 
   StringPrototypeSlice, StringPrototypeRepeat, StringPrototypeIncludes, SymbolPrototypeToString,
-  FunctionPrototypeToString, ErrorPrototypeToString, RegExpPrototypeTest, RegExpPrototypeToString,
+  FunctionPrototypeToString, ErrorPrototypeToString, RegExpPrototypeToString,
   DatePrototypeGetTime, DatePrototypeToISOString, MapPrototypeForEach, MapPrototypeGetSize,
   SetPrototypeForEach, SetPrototypeGetSize, ArrayBufferIsView, ArrayBufferPrototypeGetByteLength,
   TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, NumberPrototypeToString,
-  BigIntPrototypeToString, JSONStringify, Map, Set, Date, RegExp, Error, ArrayBuffer, Promise,
+  BigIntPrototypeToString, Map, Set, Date, RegExp, Error, ArrayBuffer, Promise,
   WeakMap, WeakSet, MathMin, Number,
 } = P;
+const StringPrototypePadStart = P.StringPrototypePadStart;
 
 const MAX_DEPTH = 2;
 const MAX_ARRAY_ITEMS = 100;
 const MAX_STRING = 10000;
 const LINE_WIDTH = 72;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+const ESCAPES = {
+  __proto__: null, "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
+  "\v": "\\v", "\0": "\\0",
+};
+
+// `text` with its control characters and backslashes escaped (and `'` when it is the
+// quote). Strings are scanned by hand here, not with a RegExp: String.prototype.replace
+// stores its matches in an ordinary array, where a setter on Array.prototype sees them.
+function escape(text, single) {
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    let e = ESCAPES[c];
+    if (e === undefined && single && c === "'") e = "\\'";
+    if (e !== undefined) {
+      out += StringPrototypeSlice(text, from, i) + e;
+      from = i + 1;
+    }
+  }
+  return from === 0 ? text : out + StringPrototypeSlice(text, from);
+}
+
+// `text` with `pad` after each line break.
+function indentLines(text, pad) {
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\n") {
+      out += StringPrototypeSlice(text, from, i + 1) + pad;
+      from = i + 1;
+    }
+  }
+  return from === 0 ? text : out + StringPrototypeSlice(text, from);
+}
+
+// Whether `key` is written without quotes (`[A-Za-z_$][A-Za-z0-9_$]*`).
+function isIdentifier(key) {
+  if (key.length === 0) return false;
+  for (let i = 0; i < key.length; i++) {
+    const c = key[i];
+    const letter = (c >= "A" && c <= "Z") || (c >= "a" && c <= "z") || c === "_" || c === "$";
+    if (!letter && !(i > 0 && c >= "0" && c <= "9")) return false;
+  }
+  return true;
+}
+
+// A list of the formatter's own: an array without a prototype.
+function list() {
+  return ObjectSetPrototypeOf([], null);
+}
+
+// `object[key]` when it is an own member (of a property descriptor), else undefined.
+function own(object, key) {
+  return ObjectPrototypeHasOwnProperty(object, key) ? object[key] : undefined;
+}
+
+// The value of `object`'s own data property `key`; undefined for an accessor or none.
+function ownValue(object, key) {
+  let desc;
+  try { desc = ObjectGetOwnPropertyDescriptor(object, key); } catch { return undefined; }
+  return desc === undefined ? undefined : own(desc, "value");
+}
+
+// How an accessor property is shown.
+function accessorLabel(desc) {
+  const get = own(desc, "get");
+  const set = own(desc, "set");
+  return get && set ? "[Getter/Setter]" : get ? "[Getter]" : "[Setter]";
+}
 
 function isInstance(value, ctor) {
   try {
@@ -45,32 +121,18 @@ function quote(s) {
   if (StringPrototypeIncludes(text, "'")) {
     q = StringPrototypeIncludes(text, '"') ? "`" : '"';
   }
-  text = StringPrototypeReplace(text, /[\\\n\r\t\b\f\v\0]/g, (c) => {
-    switch (c) {
-      case "\\": return "\\\\";
-      case "\n": return "\\n";
-      case "\r": return "\\r";
-      case "\t": return "\\t";
-      case "\b": return "\\b";
-      case "\f": return "\\f";
-      case "\v": return "\\v";
-      default: return "\\0";
-    }
-  });
-  if (q === "'") text = StringPrototypeReplace(text, /'/g, "\\'");
-  return q + text + q + extra;
+  return q + escape(text, q === "'") + q + extra;
 }
 
 function formatKey(key) {
   if (typeof key === "symbol") return "[" + SymbolPrototypeToString(key) + "]";
-  return RegExpPrototypeTest(IDENTIFIER, key) ? key : quote(key);
+  return isIdentifier(key) ? key : quote(key);
 }
 
 function functionLabel(fn) {
   let source = "";
   try { source = FunctionPrototypeToString(fn); } catch { /* native or revoked */ }
-  let name = "";
-  try { name = fn.name; } catch { /* getter threw */ }
+  let name = ownValue(fn, "name");
   if (typeof name !== "string") name = "";
   const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
   if (starts("class")) return `[class ${name || "(anonymous)"}]`;
@@ -81,6 +143,24 @@ function functionLabel(fn) {
   return name ? `[${kind}: ${name}]` : `[${kind} (anonymous)]`;
 }
 
+// `err.stack` as a read would find it, without running program code: a data property on
+// the prototype chain, or the engine's own accessor; a program's getter is not called.
+function errorStack(err) {
+  let obj = err;
+  for (let depth = 0; obj !== null && depth < 1000; depth++) {
+    let desc;
+    try { desc = ObjectGetOwnPropertyDescriptor(obj, "stack"); } catch { return undefined; }
+    if (desc !== undefined) {
+      if (ObjectPrototypeHasOwnProperty(desc, "value")) return desc.value;
+      const get = own(desc, "get");
+      if (get === undefined || get !== P.ErrorStackGetter) return undefined;
+      try { return ReflectApply(get, err, []); } catch { return undefined; }
+    }
+    try { obj = ObjectGetPrototypeOf(obj); } catch { return undefined; }
+  }
+  return undefined;
+}
+
 function formatError(err) {
   let head;
   try {
@@ -89,12 +169,11 @@ function formatError(err) {
     head = "Error";
   }
   let stack = "";
-  try {
-    const s = err.stack;
-    if (typeof s === "string" && s.length > 0) stack = s;
-  } catch { /* getter threw */ }
+  const s = errorStack(err);
+  if (typeof s === "string" && s.length > 0) stack = s;
   if (stack === "") return `[${head}]`;
-  return head + "\n" + StringPrototypeReplace(stack, /\n$/, "");
+  const last = stack.length - 1;
+  return head + "\n" + (stack[last] === "\n" ? StringPrototypeSlice(stack, 0, last) : stack);
 }
 
 function constructorName(value) {
@@ -102,10 +181,9 @@ function constructorName(value) {
   try { proto = ObjectGetPrototypeOf(value); } catch { return ""; }
   if (proto === null) return null;
   try {
-    const desc = ObjectGetOwnPropertyDescriptor(proto, "constructor");
-    if (desc !== undefined && typeof desc.value === "function" && typeof desc.value.name === "string") {
-      return desc.value.name;
-    }
+    const ctor = ownValue(proto, "constructor");
+    const name = typeof ctor === "function" ? ownValue(ctor, "name") : undefined;
+    if (typeof name === "string") return name;
   } catch { /* proxy trap threw */ }
   return "";
 }
@@ -122,9 +200,9 @@ function join(prefix, items, open, close, indent) {
     return `${prefix}${open} ${ArrayPrototypeJoin(items, ", ")} ${close}`;
   }
   const pad = StringPrototypeRepeat(" ", indent + 2);
-  const lines = [];
+  const lines = list();
   for (let i = 0; i < items.length; i++) {
-    ArrayPrototypePush(lines, pad + StringPrototypeReplace(items[i], /\n/g, "\n" + pad));
+    ArrayPrototypePush(lines, pad + indentLines(items[i], pad));
   }
   return `${prefix}${open}\n${ArrayPrototypeJoin(lines, ",\n")}\n${StringPrototypeRepeat(" ", indent)}${close}`;
 }
@@ -134,11 +212,10 @@ function formatProperties(value, keys, depth, seen, indent, out) {
     const key = keys[i];
     let desc;
     try { desc = ObjectGetOwnPropertyDescriptor(value, key); } catch (e) { desc = undefined; }
-    if (desc === undefined || (!desc.enumerable && typeof key !== "symbol")) continue;
-    if (desc.enumerable === false) continue;
+    if (desc === undefined || own(desc, "enumerable") !== true) continue;
     let shown;
-    if (desc.get !== undefined || desc.set !== undefined) {
-      shown = desc.get && desc.set ? "[Getter/Setter]" : desc.get ? "[Getter]" : "[Setter]";
+    if (!ObjectPrototypeHasOwnProperty(desc, "value")) {
+      shown = accessorLabel(desc);
     } else {
       shown = formatValue(desc.value, depth + 1, seen, indent + 2);
     }
@@ -149,8 +226,10 @@ function formatProperties(value, keys, depth, seen, indent, out) {
 function ownKeys(value) {
   const names = ObjectGetOwnPropertyNames(value);
   const symbols = ObjectGetOwnPropertySymbols(value);
-  for (let i = 0; i < symbols.length; i++) ArrayPrototypePush(names, symbols[i]);
-  return names;
+  const keys = list();
+  for (let i = 0; i < names.length; i++) ArrayPrototypePush(keys, names[i]);
+  for (let i = 0; i < symbols.length; i++) ArrayPrototypePush(keys, symbols[i]);
+  return keys;
 }
 
 function formatObject(value, depth, seen, indent) {
@@ -180,13 +259,14 @@ function formatObject(value, depth, seen, indent) {
   }
   ArrayPrototypePush(seen, value);
   try {
-    const items = [];
+    const items = list();
     if (isArray) {
       const length = value.length;
       const shown = MathMin(length, MAX_ARRAY_ITEMS);
       let holes = 0;
       for (let i = 0; i < shown; i++) {
-        if (!P.ObjectPrototypeHasOwnProperty(value, i)) {
+        const desc = ObjectGetOwnPropertyDescriptor(value, i);
+        if (desc === undefined) {
           holes++;
           continue;
         }
@@ -194,12 +274,14 @@ function formatObject(value, depth, seen, indent) {
           ArrayPrototypePush(items, `<${holes} empty item${holes > 1 ? "s" : ""}>`);
           holes = 0;
         }
-        ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen, indent + 2));
+        ArrayPrototypePush(items, ObjectPrototypeHasOwnProperty(desc, "value")
+          ? formatValue(desc.value, depth + 1, seen, indent + 2)
+          : accessorLabel(desc));
       }
       if (holes > 0) ArrayPrototypePush(items, `<${holes} empty item${holes > 1 ? "s" : ""}>`);
       if (length > shown) ArrayPrototypePush(items, `... ${length - shown} more item${length - shown > 1 ? "s" : ""}`);
       const keys = ownKeys(value);
-      const extra = [];
+      const extra = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
         if (typeof k === "string" && (k === "length" || String(Number(k) >>> 0) === k)) continue;
@@ -248,14 +330,26 @@ function formatObject(value, depth, seen, indent) {
     let prefix = "";
     if (tag === "[object String]" || tag === "[object Number]" || tag === "[object Boolean]") {
       let inner = "";
-      try { inner = formatValue(value.valueOf(), depth + 1, seen, indent); } catch { inner = "?"; }
+      const valueOf = tag === "[object String]" ? P.StringPrototypeValueOf
+        : tag === "[object Number]" ? P.NumberPrototypeValueOf : P.BooleanPrototypeValueOf;
+      try { inner = formatValue(valueOf(value), depth + 1, seen, indent); } catch { inner = "?"; }
       prefix = `[${StringPrototypeSlice(tag, 8, -1)}: ${inner}] `;
     } else if (ctor === null) {
       prefix = "[Object: null prototype] ";
     } else if (ctor !== "" && ctor !== "Object") {
       prefix = `${ctor} `;
     }
-    formatProperties(value, ownKeys(value), depth, seen, indent, items);
+    let keys = ownKeys(value);
+    if (tag === "[object String]") {
+      // A String object's characters are its own index properties: shown in the prefix.
+      const named = list();
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i];
+        if (typeof k !== "string" || String(Number(k) >>> 0) !== k) ArrayPrototypePush(named, k);
+      }
+      keys = named;
+    }
+    formatProperties(value, keys, depth, seen, indent, items);
     if (prefix !== "" && items.length === 0 && tag !== "[object Object]") return StringPrototypeSlice(prefix, 0, -1);
     return join(prefix, items, "{", "}", indent);
   } finally {
@@ -283,33 +377,134 @@ function formatValue(value, depth, seen, indent) {
 }
 
 function inspect(value) {
-  return formatValue(value, 0, [], 0);
+  return formatValue(value, 0, list(), 0);
+}
+
+// JSON text of `value` for `%j`, as JSON.stringify writes it (ECMAScript §25.5.2), by hand:
+// the engine's JSON.stringify keeps its work in ordinary arrays, where a setter on
+// Array.prototype sees it. `undefined` for a value JSON leaves out; throws on a cycle or a
+// BigInt, as JSON.stringify does.
+function jsonText(value, stack) {
+  if (value !== null && typeof value === "object") {
+    const toJSON = value.toJSON;
+    if (typeof toJSON === "function") value = ReflectApply(toJSON, value, [""]);
+  }
+  switch (typeof value) {
+    case "string": return jsonString(value);
+    case "number": return value === value && value !== Infinity && value !== -Infinity ? String(value) : "null";
+    case "boolean": return value ? "true" : "false";
+    case "bigint": throw new P.TypeError("BigInt value can't be serialized in JSON");
+    case "object": break;
+    default: return undefined;
+  }
+  if (value === null) return "null";
+  const tag = ObjectPrototypeToString(value);
+  if (tag === "[object String]") return jsonString(P.StringPrototypeValueOf(value));
+  if (tag === "[object Number]") return jsonText(P.NumberPrototypeValueOf(value), stack);
+  if (tag === "[object Boolean]") return P.BooleanPrototypeValueOf(value) ? "true" : "false";
+  for (let i = 0; i < stack.length; i++) {
+    if (stack[i] === value) throw new P.TypeError("circular");
+  }
+  ArrayPrototypePush(stack, value);
+  const parts = list();
+  if (ArrayIsArray(value)) {
+    const length = value.length;
+    for (let i = 0; i < length; i++) {
+      const item = jsonText(value[i], stack);
+      ArrayPrototypePush(parts, item === undefined ? "null" : item);
+    }
+    stack.length -= 1;
+    return "[" + ArrayPrototypeJoin(parts, ",") + "]";
+  }
+  const keys = ObjectGetOwnPropertyNames(value);
+  for (let i = 0; i < keys.length; i++) {
+    const desc = ObjectGetOwnPropertyDescriptor(value, keys[i]);
+    if (desc === undefined || own(desc, "enumerable") !== true) continue;
+    const item = jsonText(value[keys[i]], stack);
+    if (item !== undefined) ArrayPrototypePush(parts, jsonString(keys[i]) + ":" + item);
+  }
+  stack.length -= 1;
+  return "{" + ArrayPrototypeJoin(parts, ",") + "}";
+}
+
+const JSON_ESCAPES = {
+  __proto__: null, '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+};
+
+// A JSON string literal: quotes, backslashes and control characters escaped, lone
+// surrogates as `\uXXXX` (as the well-formed JSON.stringify writes them).
+function jsonString(text) {
+  let out = '"';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const code = P.StringPrototypeCharCodeAt(text, i);
+    let e = JSON_ESCAPES[c];
+    if (e === undefined && code < 0x20) e = "\\u" + StringPrototypePadStart(NumberPrototypeToString(code, 16), 4, "0");
+    if (e === undefined && code >= 0xd800 && code <= 0xdfff) {
+      const next = i + 1 < text.length ? P.StringPrototypeCharCodeAt(text, i + 1) : 0;
+      if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      e = "\\u" + NumberPrototypeToString(code, 16);
+    }
+    if (e !== undefined) {
+      out += StringPrototypeSlice(text, from, i) + e;
+      from = i + 1;
+    }
+  }
+  return out + StringPrototypeSlice(text, from) + '"';
+}
+
+const SPECIFIERS = { __proto__: null, s: true, d: true, i: true, f: true, j: true, o: true, O: true, c: true };
+
+// One `%` substitution of `console.log`'s format string.
+function substitute(spec, arg) {
+  switch (spec) {
+    case "s": return typeof arg === "string" ? arg : inspect(arg);
+    case "d":
+    case "i": {
+      if (typeof arg === "bigint") return BigIntPrototypeToString(arg) + "n";
+      const n = Number(arg);
+      return spec === "i" ? String(n < 0 ? -P.MathFloor(-n) : P.MathFloor(n)) : String(n);
+    }
+    case "f": return String(Number(arg));
+    case "j": try { return jsonText(arg, list()); } catch { return "[Circular]"; }
+    case "c": return "";
+    default: return inspect(arg);
+  }
 }
 
 function formatArgs(args) {
-  const parts = [];
+  const parts = list();
   let start = 0;
   const first = args[0];
   if (typeof first === "string" && args.length > 1 && StringPrototypeIncludes(first, "%")) {
     let next = 1;
-    const text = StringPrototypeReplace(first, /%([sdifjoOc%])/g, (match, spec) => {
-      if (spec === "%") return "%";
-      if (next >= args.length) return match;
-      const arg = args[next++];
-      switch (spec) {
-        case "s": return typeof arg === "string" ? arg : inspect(arg);
-        case "d":
-        case "i": {
-          if (typeof arg === "bigint") return BigIntPrototypeToString(arg) + "n";
-          const n = Number(arg);
-          return spec === "i" ? String(n < 0 ? -P.MathFloor(-n) : P.MathFloor(n)) : String(n);
-        }
-        case "f": return String(Number(arg));
-        case "j": try { return JSONStringify(arg); } catch { return "[Circular]"; }
-        case "c": return "";
-        default: return inspect(arg);
+    // Scanned by hand, not with a RegExp: String.prototype.replace stores its matches in
+    // an ordinary array, where a setter on Array.prototype would see them.
+    let text = "";
+    let from = 0;
+    for (let i = 0; i < first.length - 1; i++) {
+      if (first[i] !== "%") continue;
+      const spec = first[i + 1];
+      let shown;
+      if (spec === "%") {
+        shown = "%";
+      } else if (SPECIFIERS[spec] !== true) {
+        continue;
+      } else if (next >= args.length) {
+        i++;
+        continue;
+      } else {
+        shown = substitute(spec, args[next++]);
       }
-    });
+      text += StringPrototypeSlice(first, from, i) + shown;
+      from = i + 2;
+      i++;
+    }
+    text += StringPrototypeSlice(first, from);
     ArrayPrototypePush(parts, text);
     start = next;
   }

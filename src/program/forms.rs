@@ -16,6 +16,7 @@ use swc_ecma_visit::{Visit, VisitWith};
 use super::awaits::{AwaitSite, mark_awaits};
 use super::fences::without_hashbang;
 use super::parse::{parse, position_error};
+use super::wrapper::wrapper;
 use super::{SourceError, SourceErrorKind};
 
 /// What an [`Edit`] does at its start.
@@ -111,7 +112,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
             edits.push(Edit {
                 start: off(e.expr.span().lo),
-                kind: EditKind::Insert("return ".to_owned()),
+                kind: EditKind::Insert(format!("{}=true;return ", wrapper().implicit)),
             });
         }
         _ => {
@@ -267,7 +268,8 @@ mod tests {
     #[test]
     fn last_expression_becomes_the_result() {
         let p = prepare("const a = 1;\na + 1").unwrap();
-        assert!(p.code.contains("return a + 1"), "{}", p.code);
+        let implicit = format!("{}=true;return a + 1", wrapper().implicit);
+        assert!(p.code.contains(&implicit), "{}", p.code);
         assert!(p.code.starts_with(&wrapper().prefix));
     }
 

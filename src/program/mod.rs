@@ -47,9 +47,11 @@ use self::wrapper::wrapper;
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
-    /// JavaScript whose completion value is `[program, lastAwait]`: the async function to
-    /// call, and a function returning the number of the await the program last reached
-    /// (0 before the first; see [`wrapper::Wrapper::mark`]).
+    /// JavaScript whose completion value is `[program, lastAwait, implicit]`: the async
+    /// function to call, a function returning the number of the await the program last
+    /// reached (0 before the first; see [`wrapper::Wrapper::mark`]), and a function
+    /// returning whether the program's result is the value of its last expression
+    /// statement rather than a `return` (see [`wrapper::Wrapper::implicit`]).
     pub(crate) code: String,
     /// When the program was `export default <expr>`: call the value if it is a function.
     pub(crate) call_default: bool,

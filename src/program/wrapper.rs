@@ -1,12 +1,14 @@
 //! The function a program's body becomes, and the mark that records its awaits.
 //!
 //! The body runs as `(async function program() {` … `})`, opening on the body's first line
-//! so that lines stay the model's; the code evaluates to `[program, () => lastAwait]`.
+//! so that lines stay the model's; the code evaluates to
+//! `[program, () => lastAwait, () => implicit]`.
 
 /// The wrapper around the program body and its await mark (see [`wrapper`]).
 pub(super) struct Wrapper {
     /// Put before the program body, on its first line: the program's function sits in a
-    /// closure with the await mark, and the code evaluates to `[program, () => lastAwait]`.
+    /// closure with the await mark and the implicit-result flag, and the code evaluates to
+    /// `[program, () => lastAwait, () => implicit]`.
     pub(super) prefix: String,
     /// Put after the program body.
     pub(super) suffix: String,
@@ -14,6 +16,10 @@ pub(super) struct Wrapper {
     /// `await (MARK = n, x)`, an assignment to a closure variable (a call per await cost a
     /// measurable share of a sequential tool call).
     pub(super) mark: String,
+    /// The variable set just before the program returns the value of its last expression
+    /// statement (`IMPLICIT = true; return x`): the run then knows its result was not asked
+    /// for with `return` (see [`Program::code`](super::Program::code)).
+    pub(super) implicit: String,
 }
 
 /// The wrapper of this process. The mark's name ends in 16 random hex digits, so that no
@@ -25,11 +31,16 @@ pub(super) fn wrapper() -> &'static Wrapper {
         use std::hash::{BuildHasher, Hasher};
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(0x636f_6465_6d6f_6465);
-        let mark = format!("__codemode_at_{:016x}", hasher.finish());
+        let tag = hasher.finish();
+        let mark = format!("__codemode_at_{tag:016x}");
+        let implicit = format!("__codemode_implicit_{tag:016x}");
         Wrapper {
-            prefix: format!("(function(){{let {mark}=0;return[async function program() {{"),
-            suffix: format!("\n}},()=>{mark}]}})()"),
+            prefix: format!(
+                "(function(){{let {mark}=0,{implicit}=false;return[async function program() {{"
+            ),
+            suffix: format!("\n}},()=>{mark},()=>{implicit}]}})()"),
             mark,
+            implicit,
         }
     })
 }

@@ -35,7 +35,7 @@ use super::errors::{self, PROGRAM_FILE};
 use super::flags::RunFlags;
 use super::host::{Host, Internals};
 use super::inflight::{InFlight, Woken};
-use super::logs::{CapturedLogs, LogCapture, LogSink};
+use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::timers::{self, Timers};
@@ -188,7 +188,7 @@ impl Driver<'_> {
         let js = self.load_prelude(ctx, bridge)?;
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
-        let main = self.evaluate(ctx, &js)?;
+        let (main, implicit) = self.evaluate(ctx, &js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             js.internals.run_default.call((main,))
         } else {
@@ -199,7 +199,7 @@ impl Driver<'_> {
             Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, &js)),
             Err(e) => return Err(engine_error(e)),
         };
-        let result = self.event_loop(ctx, &js, &promise).await;
+        let result = self.event_loop(ctx, &js, &promise, &implicit).await;
         if self.stopped().is_none() {
             let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
         }
@@ -243,9 +243,13 @@ impl Driver<'_> {
         })
     }
 
-    /// Evaluates the program text: its main function (and the bridge learns the program's
-    /// last-await function).
-    fn evaluate<'js>(&self, ctx: &Ctx<'js>, js: &Js<'js>) -> Result<Function<'js>, ProgramError> {
+    /// Evaluates the program text: its main function and the function that says whether its
+    /// result is implicit (and the bridge learns the program's last-await function).
+    fn evaluate<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        js: &Js<'js>,
+    ) -> Result<(Function<'js>, Function<'js>), ProgramError> {
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
@@ -256,7 +260,7 @@ impl Driver<'_> {
             if let Some(b) = js.bridge.borrow().as_ref() {
                 *b.last_await.borrow_mut() = Some(pair.get(1)?);
             }
-            pair.get(0)
+            Ok((pair.get(0)?, pair.get(2)?))
         }) {
             Ok(main) => Ok(main),
             Err(rquickjs::Error::Exception) => Err(self.caught(ctx, js)),
@@ -271,6 +275,7 @@ impl Driver<'_> {
         ctx: &Ctx<'js>,
         js: &Js<'js>,
         promise: &Promise<'js>,
+        implicit: &Function<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
         // Made once: a timer and a listener set up again at every turn of the loop would
         // cost a timer-wheel entry and a lock on the signal's tree per call.
@@ -291,7 +296,10 @@ impl Driver<'_> {
                         Some(Ok(v)) => v,
                         _ => Value::new_undefined(ctx.clone()),
                     };
-                    return self.convert_result(ctx, &js.prims, value);
+                    // Read after the promise settled: the flag is set just before the
+                    // program's function returns its last expression's value.
+                    let implicit = implicit.call::<_, bool>(()).unwrap_or(false);
+                    return self.convert_result(ctx, js, value, implicit);
                 }
                 PromiseState::Rejected => {
                     let _ = promise.result::<Value<'js>>();
@@ -436,19 +444,44 @@ impl Driver<'_> {
     }
 
     /// The result as JSON, or why it is not.
+    ///
+    /// A value the program did not ask for with `return` (`implicit`: the value of its last
+    /// expression statement) that is not JSON does not undo the run: the result is its
+    /// readable form, as `console.log` shows it, and a `warn` line says so (issue 15,
+    /// item 8). An explicit `return` of such a value is an error: the program asked for it.
     fn convert_result<'js>(
         &self,
         ctx: &Ctx<'js>,
-        prims: &Primordials<'js>,
+        js: &Js<'js>,
         value: Value<'js>,
+        implicit: bool,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
         // The result sits one level down in run_code's canonical value, which must stay
         // within MAX_DEPTH itself.
-        let mut conv = ToJson::new(ctx, prims, usize::MAX, "result")
+        let mut conv = ToJson::new(ctx, &js.prims, usize::MAX, "result")
             .watching(self.flags)
             .max_depth(crate::value::MAX_DEPTH - 1);
-        match conv.convert_root(value, &PathSeg::Root("result")) {
+        match conv.convert_root(value.clone(), &PathSeg::Root("result")) {
             Ok(v) => Ok(v),
+            Err(ConvertError::Invalid(message)) if implicit => {
+                let shown = js.internals.inspect.call::<_, String>((value,));
+                if let Some(stopped) = self.stopped() {
+                    return Err(stopped);
+                }
+                let shown = shown.map_err(|_| {
+                    let _ = ctx.catch();
+                    ProgramError::result(format!(
+                        "the value of the program's last expression is not JSON and could not be shown: {message}"
+                    ))
+                })?;
+                lock(self.state).logs.push(
+                    LogLevel::Warn,
+                    format!(
+                        "the value of the program's last expression is not JSON ({message}): the result is its readable form, as console.log shows it; `return` a JSON value to get it as data"
+                    ),
+                );
+                Ok(Some(serde_json::Value::String(shown)))
+            }
             Err(ConvertError::Invalid(message)) => Err(ProgramError::result(format!(
                 "the program's result is not JSON: {message}"
             ))),

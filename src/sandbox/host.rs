@@ -33,6 +33,9 @@ pub(super) struct Host<'js> {
     set_timer: Function<'js>,
     /// `clearTimer(id)`.
     clear_timer: Function<'js>,
+    /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
+    /// running its traps); 35_guards.js reads a `length` only when no code runs for it.
+    is_proxy: Function<'js>,
     /// `toolNames`: `[[name, alias], …]`.
     tool_names: Vec<Vec<String>>,
     /// `maxArrayLength`: the longest array the memory limit can hold (the memory limit / 8,
@@ -115,7 +118,10 @@ impl<'js> Host<'js> {
             lock(&clear_state).timers.clear(id as u64);
         })?;
 
+        let is_proxy = Function::new(ctx.clone(), |value: Value<'js>| value.is_proxy())?;
+
         Ok(Host {
+            is_proxy,
             tool_functions,
             unknown_tool,
             log,
@@ -141,6 +147,7 @@ impl<'js> Host<'js> {
         host.set("clearTimer", self.clear_timer)?;
         host.set("toolNames", self.tool_names)?;
         host.set("maxArrayLength", self.max_array_length)?;
+        host.set("isProxy", self.is_proxy)?;
         Ok(host)
     }
 }

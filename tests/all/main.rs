@@ -19,4 +19,5 @@ mod run_code;
 mod sandbox;
 mod schema;
 mod support;
+mod test262;
 mod values;

@@ -437,3 +437,202 @@ async fn progress_of_a_programs_calls_reaches_the_run_code_calls_sink() {
     assert_eq!(outcome.value().unwrap()["result"], "done");
     assert!(seen.lock().unwrap().is_empty());
 }
+
+/// The `warn` line a run adds when its last expression's value is not JSON.
+fn not_json_note(why: &str) -> serde_json::Value {
+    json!({"level": "warn", "text": format!("the value of the program's last expression is not JSON ({why}): the result is its readable form, as console.log shows it; `return` a JSON value to get it as data")})
+}
+
+#[tokio::test]
+async fn an_implicit_result_that_is_not_json_ends_ok_with_its_readable_form() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    // The work is done (the call is made), then the last expression is a Map.
+    let v = h
+        .run("await tools.echo({a: 1});\nconst m = new Map([['k', 1]]);\nm")
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "Map(1) { 'k' => 1 }");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result: a Map is not JSON; convert it with Object.fromEntries(map) or [...map]"
+        )])
+    );
+    assert_eq!(v["calls"][0]["status"], "ok");
+
+    let v = h.run("function f() {}\nf").await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "[Function: f]");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result: a function is not JSON (call it and pass its result)"
+        )])
+    );
+
+    let v = h
+        .run("class Node { constructor() { this.self = this } }\nnew Node()")
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "Node { self: [Circular *1] }");
+    assert_eq!(
+        v["logs"],
+        json!([not_json_note(
+            "result.self: the value is cyclic (it contains itself)"
+        )])
+    );
+
+    // JSON values and `undefined` are unchanged, with no note.
+    let v = h.run("const x = {a: [1, 'b']};\nx").await;
+    assert_eq!(
+        (&v["result"], &v["logs"]),
+        (&json!({"a": [1, "b"]}), &json!([]))
+    );
+    let v = h.run("let y = 1;\ny = undefined").await;
+    assert_eq!((v.get("result"), &v["logs"]), (None, &json!([])));
+}
+
+#[tokio::test]
+async fn an_explicit_return_of_a_value_that_is_not_json_stays_an_error() {
+    let h = Harness::new(fast_limits());
+    let e = h.err("return new Map([['k', 1]])").await;
+    assert_eq!(
+        e,
+        json!({"name": "ResultError", "message": "the program's result is not JSON: result: a Map is not JSON; convert it with Object.fromEntries(map) or [...map]"})
+    );
+    // Also when the program returns early, before its last expression statement.
+    let e = h.err("if (true) return () => 1;\n'unreached'").await;
+    assert_eq!(
+        e["message"],
+        "the program's result is not JSON: result: a function is not JSON (call it and pass its result)"
+    );
+    // `export default` is an explicit result too.
+    let e = h.err("export default new Set([1])").await;
+    assert_eq!(e["name"], "ResultError");
+}
+
+#[tokio::test]
+async fn a_pending_promise_as_the_last_expression_is_awaited() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run("new Promise((resolve) => setTimeout(() => resolve({done: true}), 10))")
+        .await;
+    assert_eq!(
+        (&v["status"], &v["result"]),
+        (&json!("ok"), &json!({"done": true}))
+    );
+    // One that settles with a value that is not JSON is shown as well.
+    let v = h
+        .run("new Promise((resolve) => setTimeout(() => resolve(new Set([1, 2])), 10))")
+        .await;
+    assert_eq!(
+        (&v["status"], &v["result"]),
+        (&json!("ok"), &json!("Set(2) { 1, 2 }"))
+    );
+    // One that never settles is the deadlock it is with `return`.
+    let e = h.err("new Promise(() => {})").await;
+    assert_eq!(e["name"], "DeadlockError");
+}
+
+#[tokio::test]
+async fn the_array_guards_keep_the_built_ins_shape() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok(r#"
+const names = ["join", "toLocaleString", "reverse", "shift", "unshift", "slice", "copyWithin",
+               "splice", "toSpliced", "sort", "concat", "flat", "flatMap"];
+const constructible = (f) => { try { Reflect.construct(function () {}, [], f); return true } catch { return false } };
+const shape = names.map((n) => {
+  const f = Array.prototype[n];
+  return [f.name, f.length, Object.hasOwn(f, "prototype"), constructible(f)];
+});
+let newJoin;
+try { new Array.prototype.join() } catch (e) { newJoin = e.constructor.name }
+return { shape, newJoin, typedSort: [Uint8Array.prototype.sort.name, constructible(Uint8Array.prototype.sort)] };
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({
+            "shape": [
+                ["join", 1, false, false], ["toLocaleString", 0, false, false],
+                ["reverse", 0, false, false], ["shift", 0, false, false],
+                ["unshift", 1, false, false], ["slice", 2, false, false],
+                ["copyWithin", 2, false, false], ["splice", 2, false, false],
+                ["toSpliced", 2, false, false], ["sort", 1, false, false],
+                ["concat", 1, false, false], ["flat", 0, false, false],
+                ["flatMap", 1, false, false]
+            ],
+            "newJoin": "TypeError",
+            "typedSort": ["sort", false]
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_array_guards_read_length_once_and_refuse_only_large_work() {
+    let h = Harness::new(fast_limits());
+    // A length behind a getter is read once, by the built-in.
+    let r = h
+        .ok("let reads = 0;\nconst o = {get length() { reads++; return 2 }, 0: 'a', 1: 'b'};\nconst s = Array.prototype.join.call(o, '-');\nconst m = [].flatMap.call(o, (x) => [x, x]);\nreturn [s, m, reads]")
+        .await;
+    assert_eq!(r, json!(["a-b", ["a", "a", "b", "b"], 2]));
+    // Calls that touch a few elements of a long sparse array-like run.
+    let r = h
+        .ok("const n = 2 ** 53 - 1;\nconst o = {length: n, [n - 2]: 'x', [n - 1]: 'y'};\nconst s = Array.prototype.slice.call(o, n - 2);\nconst removed = Array.prototype.splice.call(o, n - 1, 1, 'z');\nreturn [s, removed, o[n - 1], o.length]")
+        .await;
+    assert_eq!(r, json!([["x", "y"], ["y"], "z", 9007199254740991u64]));
+    // Work that is really large is still refused before the loop starts.
+    let e = h.err("new Array(2 ** 32 - 1).slice(0, 2 ** 31)").await;
+    assert_eq!(
+        e,
+        json!({"name": "RangeError", "message": "slice() on a length of 4294967295 is refused: no array that long fits in the sandbox's memory", "line": 1, "column": 23})
+    );
+    let e = h.err("[1].flatMap(() => new Array(1e9))").await;
+    assert_eq!(
+        e["message"],
+        "flatMap() on a length of 1000000000 is refused: no array that long fits in the sandbox's memory"
+    );
+}
+
+#[tokio::test]
+async fn console_works_and_runs_no_program_code_when_prototypes_and_json_are_tampered_with() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+const seen = { what: "" };
+const hook = (name) => ({ __proto__: null, get() { seen.what += name + " "; throw new Error(name) }, set() { seen.what += name + " " }, configurable: true });
+Object.defineProperty(Array.prototype, 0, hook("Array.prototype[0]"));
+Object.defineProperty(Object.prototype, 1, hook("Object.prototype[1]"));
+Object.defineProperty(Object.prototype, "get", hook("get"));
+Object.defineProperty(Object.prototype, "set", hook("set"));
+Object.defineProperty(Object.prototype, "value", hook("value"));
+Object.defineProperty(Object.prototype, "enumerable", hook("enumerable"));
+Object.defineProperty(Function.prototype, "name", hook("name"));
+String.prototype.valueOf = () => { seen.what += "valueOf "; return "no" };
+JSON.stringify = () => { seen.what += "JSON "; throw new Error("JSON") };
+const holder = { b: [1, 2], c: "x\ny", get g() { return 1 } };
+console.log("a", holder, [3, "y"], new String("s"), function f() {}, new Map([[1, 2]]));
+console.log("%j and %o", { k: 1 }, [4]);
+console.error(new RangeError("bad"));
+return seen.what;
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "");
+    let texts: Vec<&str> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts[..2],
+        [
+            "a { b: [ 1, 2 ], c: 'x\\ny', g: [Getter] } [ 3, 'y' ] [String: 's'] [Function: f] Map(1) { 1 => 2 }",
+            "{\"k\":1} and [ 4 ]",
+        ]
+    );
+    assert!(texts[2].starts_with("RangeError: bad\n"), "{}", texts[2]);
+}
