@@ -349,7 +349,7 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
         let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(20)));
         let servers = connect_all(vec![config], &h.registry).await;
         let server = servers.into_iter().next().unwrap().unwrap();
-        assert_eq!(server.tools().len(), 10);
+        assert_eq!(server.tools().len(), 11);
 
         // Past the server's call timeout: a timeout error naming server, tool and limit.
         let outcome = h.registry.call("t.slow", json!({"ms": 5000})).await;
@@ -409,7 +409,7 @@ fn a_changed_tool_list_is_swapped_into_the_registry() {
         while registry.get("t.extra").is_none() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(server.tools().len(), 11, "{:?}", server.tools());
+        assert_eq!(server.tools().len(), 12, "{:?}", server.tools());
         let outcome = registry.call("t.extra", json!({})).await;
         assert_eq!(outcome.value(), Some(&json!("extra ran")));
         // Dropping the connection unregisters every tool of the server.
