@@ -734,26 +734,20 @@ fn progress_of_the_calls_a_run_makes_reaches_the_client_that_asked_for_it() {
     // yet explained; see the README's progress bullet).
     let script = node_modules().parent().unwrap().join("test-server.mjs");
     let upstream = format!("t=node {}", script.display());
-    for (transport, target) in [("stdio", json!([BIN, "mcp", "--mcp", upstream]))] {
-        let seen = node_client(json!({transport: target, "progress": true}));
-        assert_eq!(
-            seen["steps"]["structured"]["result"], "done",
-            "{transport}: {seen}"
-        );
-        // Numbered 1, 2, 3… across both calls (each with its own scale), each naming the
-        // reporting tool with its own figures, in order; none after the answer.
-        assert_eq!(
-            seen["progress"],
-            json!([
-                {"progress": 1, "message": "t.steps 1/2 step 1"},
-                {"progress": 2, "message": "t.steps 2/2 step 2"},
-                {"progress": 3, "message": "t.steps 1/3 step 1"},
-                {"progress": 4, "message": "t.steps 2/3 step 2"},
-                {"progress": 5, "message": "t.steps 3/3 step 3"},
-            ]),
-            "{transport}"
-        );
-    }
+    let seen = node_client(json!({"stdio": [BIN, "mcp", "--mcp", upstream], "progress": true}));
+    assert_eq!(seen["steps"]["structured"]["result"], "done", "{seen}");
+    // Numbered 1, 2, 3… across both calls (each with its own scale), each naming the
+    // reporting tool with its own figures, in order; none after the answer.
+    assert_eq!(
+        seen["progress"],
+        json!([
+            {"progress": 1, "message": "t.steps 1/2 step 1"},
+            {"progress": 2, "message": "t.steps 2/2 step 2"},
+            {"progress": 3, "message": "t.steps 1/3 step 1"},
+            {"progress": 4, "message": "t.steps 2/3 step 2"},
+            {"progress": 5, "message": "t.steps 3/3 step 3"},
+        ])
+    );
 }
 
 /// The conformance suite's server scenarios that apply to a server offering tools but no
