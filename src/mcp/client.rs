@@ -131,7 +131,81 @@ impl Drop for Process {
 }
 
 /// The calls in flight that may get progress reports, by their progress token.
-type Progresses = Arc<Mutex<HashMap<ProgressToken, Reporting>>>;
+type Progresses = Arc<Mutex<ProgressTable>>;
+
+/// Reports kept for a token no call has registered yet: a fast server can report before
+/// the call that sent the request has registered its token. At most 16 per token and 64
+/// tokens (past that, the oldest token's go: reports that came after their call ended).
+const EARLY_REPORTS: usize = 16;
+const EARLY_TOKENS: usize = 64;
+
+#[derive(Default)]
+struct ProgressTable {
+    calls: HashMap<ProgressToken, Reporting>,
+    early: std::collections::BTreeMap<String, (ProgressToken, Vec<Progress>)>,
+}
+
+impl ProgressTable {
+    /// The order of tokens: rmcp numbers them in sequence, so older ones sort first.
+    fn key(token: &ProgressToken) -> String {
+        match &token.0 {
+            rmcp::model::NumberOrString::Number(n) => format!("n{n:020}"),
+            rmcp::model::NumberOrString::String(s) => format!("s{s}"),
+        }
+    }
+
+    /// Registers the call of `token`; the reports that came before it, to deliver.
+    fn register(&mut self, token: ProgressToken, exec: Exec) -> Vec<Progress> {
+        let early = self
+            .early
+            .remove(&Self::key(&token))
+            .map(|(_, reports)| reports)
+            .unwrap_or_default();
+        self.calls.insert(
+            token,
+            Reporting {
+                exec,
+                last: early.last().map(|p| p.progress),
+            },
+        );
+        early
+    }
+
+    /// The call to tell about `progress`, or `None` (stale, or kept until its call comes).
+    fn report(&mut self, token: &ProgressToken, progress: &Progress) -> Option<Exec> {
+        match self.calls.get_mut(token) {
+            Some(r) => {
+                // rmcp handles each notification on a task of its own, so two reports of
+                // one call can arrive out of order: one that does not increase the call's
+                // progress (MCP, "Progress": it increases with each notification) is
+                // stale, and dropped.
+                if r.last.is_some_and(|last| progress.progress <= last) {
+                    return None;
+                }
+                r.last = Some(progress.progress);
+                Some(r.exec.clone())
+            }
+            None => {
+                let key = Self::key(token);
+                if !self.early.contains_key(&key) && self.early.len() >= EARLY_TOKENS {
+                    self.early.pop_first();
+                }
+                let (_, reports) = self
+                    .early
+                    .entry(key)
+                    .or_insert_with(|| (token.clone(), Vec::new()));
+                if reports.len() < EARLY_REPORTS
+                    && reports
+                        .last()
+                        .is_none_or(|p| progress.progress > p.progress)
+                {
+                    reports.push(progress.clone());
+                }
+                None
+            }
+        }
+    }
+}
 
 /// A call that may get progress reports, and the last progress it reported.
 struct Reporting {
@@ -333,22 +407,14 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // rmcp handles each notification on a task of its own, so two reports of one call
-        // can arrive out of order: one that does not increase the call's progress (MCP,
-        // "Progress": it increases with each notification) is stale, and dropped.
-        let exec = lock(&self.progress)
-            .get_mut(&params.progress_token)
-            .filter(|r| r.last.is_none_or(|last| params.progress > last))
-            .map(|r| {
-                r.last = Some(params.progress);
-                r.exec.clone()
-            });
+        let progress = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        let exec = lock(&self.progress).report(&params.progress_token, &progress);
         if let Some(exec) = exec {
-            exec.progress(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
+            exec.progress(progress);
         }
     }
 
@@ -891,13 +957,10 @@ impl Conn {
             token: handle.progress_token.clone(),
             runtime: tokio::runtime::Handle::current(),
         };
-        lock(&self.progress).insert(
-            pending.token.clone(),
-            Reporting {
-                exec: exec.clone(),
-                last: None,
-            },
-        );
+        let early = lock(&self.progress).register(pending.token.clone(), exec.clone());
+        for progress in early {
+            exec.progress(progress);
+        }
         let limit = self.config.call_timeout;
         let response = tokio::select! {
             response = handle.await_response() => response,
@@ -992,7 +1055,7 @@ fn cancelled(id: RequestId, reason: &str) -> CancelledNotificationParam {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        lock(&self.conn.progress).remove(&self.token);
+        lock(&self.conn.progress).calls.remove(&self.token);
         if let Some(id) = self.id.take() {
             // Only an abandoned call gets here (the program ended with it in flight).
             let peer = self.conn.peer.clone();
@@ -1020,6 +1083,53 @@ mod tests {
             in_string: false,
             escaped: false,
         }
+    }
+
+    fn at(n: f64) -> Progress {
+        Progress {
+            progress: n,
+            total: None,
+            message: None,
+        }
+    }
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(rmcp::model::NumberOrString::Number(n))
+    }
+
+    #[test]
+    fn reports_before_the_call_registers_are_kept_for_it_and_stale_ones_dropped() {
+        let registry = crate::Registry::new();
+        let tool = crate::Tool::builder("t.steps")
+            .execute(|_args, _exec| async { Ok(Value::Null) })
+            .build()
+            .unwrap();
+        let request = crate::Request::new(
+            "t.steps",
+            Value::Null,
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let exec = Exec::for_call(&registry, crate::dispatch::CallId(1), &tool, request);
+        let mut table = ProgressTable::default();
+        // The server reported before the call registered its token.
+        assert!(table.report(&token(7), &at(1.0)).is_none());
+        assert!(table.report(&token(7), &at(2.0)).is_none());
+        let early = table.register(token(7), exec);
+        assert_eq!(early, [at(1.0), at(2.0)]);
+        // From now on reports go to the call; one that does not increase is stale.
+        assert!(table.report(&token(7), &at(2.0)).is_none());
+        assert!(table.report(&token(7), &at(3.0)).is_some());
+        // Reports for tokens never registered are bounded: the oldest tokens go first.
+        for n in 100..100 + EARLY_TOKENS as i64 + 5 {
+            table.report(&token(n), &at(1.0));
+        }
+        assert_eq!(table.early.len(), EARLY_TOKENS);
+        assert!(!table.early.contains_key(&ProgressTable::key(&token(100))));
+        assert!(
+            table
+                .early
+                .contains_key(&ProgressTable::key(&token(100 + EARLY_TOKENS as i64 + 4)))
+        );
     }
 
     #[test]
