@@ -432,7 +432,7 @@ const JSON_ESCAPES = {
 };
 
 // A JSON string literal: quotes, backslashes and control characters escaped, lone
-// surrogates as `\uXXXX` (as the well-formed JSON.stringify writes them).
+// surrogates as `\u` escapes of four hex digits (as the well-formed JSON.stringify writes them).
 function jsonString(text) {
   let out = '"';
   let from = 0;

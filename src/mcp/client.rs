@@ -323,6 +323,20 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
 }
 
 impl<R> Watched<R> {
+    /// `inner` watched from its first byte, noting stray lines in `noise`.
+    fn new(inner: R, noise: Arc<Mutex<Noise>>) -> Self {
+        Watched {
+            inner,
+            noise,
+            at_line_start: true,
+            in_noise: false,
+            line_bytes: 0,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+        }
+    }
+
     /// Follows the nesting of a message through `part`; `false` past
     /// [`MAX_MESSAGE_DEPTH`].
     fn nest(&mut self, part: &[u8]) -> bool {
@@ -533,16 +547,7 @@ impl Connection {
                     })));
                 }
                 process = Some(Process::start(child, group));
-                let stdout = Watched {
-                    inner: stdout,
-                    noise: noise.clone(),
-                    at_line_start: true,
-                    in_noise: false,
-                    line_bytes: 0,
-                    depth: 0,
-                    in_string: false,
-                    escaped: false,
-                };
+                let stdout = Watched::new(stdout, noise.clone());
                 let transport =
                     rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
                         .with_max_line_length(MAX_MESSAGE_BYTES);
@@ -1073,16 +1078,7 @@ mod tests {
     use super::*;
 
     fn watched() -> Watched<tokio::io::Empty> {
-        Watched {
-            inner: tokio::io::empty(),
-            noise: Arc::default(),
-            at_line_start: true,
-            in_noise: false,
-            line_bytes: 0,
-            depth: 0,
-            in_string: false,
-            escaped: false,
-        }
+        Watched::new(tokio::io::empty(), Arc::default())
     }
 
     fn at(n: f64) -> Progress {
