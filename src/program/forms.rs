@@ -15,7 +15,7 @@ use swc_ecma_visit::{Visit, VisitWith};
 
 use super::awaits::{AwaitSite, mark_awaits};
 use super::fences::without_hashbang;
-use super::parse::{parse, position_error};
+use super::parse::{Parsed, parse, position_error};
 use super::wrapper::wrapper;
 use super::{SourceError, SourceErrorKind};
 
@@ -204,7 +204,7 @@ fn export_edit(body: &str, decl: &ModuleDecl) -> Option<Edit> {
 /// not parse (the compiler then reports the syntax error) or exports nothing.
 pub(crate) fn exports_as_statements(body: &str) -> String {
     let body = &*without_hashbang(body);
-    let Ok(module) = parse(body) else {
+    let Ok(Parsed { module, .. }) = parse(body) else {
         return body.to_owned();
     };
     let mut out = String::with_capacity(body.len());

@@ -5,9 +5,11 @@
 //!
 //! 1. [`fences`]: markdown fences are removed (the first fenced block is the program;
 //!    prose around it is ignored), and a leading `#!` line becomes a comment.
-//! 2. [`parse`](mod@parse): the program is parsed as a TypeScript module with swc, to
-//!    report syntax errors with line and column (on a thread with a stack sized for the
-//!    text).
+//! 2. [`parse`](mod@parse): the program is parsed with swc (TypeScript syntax) the way the
+//!    engine runs it, as the body of an `async function` in sloppy mode; a program that
+//!    parses only as a module (`export`, `import type`) is a module and runs strict, its
+//!    function opening with `'use strict';`. Syntax errors have line and column (the parse
+//!    runs on a thread with a stack sized for the text).
 //! 3. [`forms`]: its form is recognised and planned as edits that keep positions: a body
 //!    with top-level `return` and `await`, a last expression statement (its value is the
 //!    result), `export default <expr>` (called when it is a function), an
@@ -98,6 +100,9 @@ impl SourceErrorKind {
     }
 }
 
+/// The directive that makes a module-form program's function strict.
+const USE_STRICT: &str = "'use strict';";
+
 /// Prepares `source` to run.
 ///
 /// # Errors
@@ -116,12 +121,18 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
         line_offset,
         insertions: Vec::new(),
     };
-    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
-    let plan = plan_edits(body, &module).map_err(|e| e.shifted(line_offset))?;
+    let parsed = parse(body).map_err(|e| e.shifted(line_offset))?;
+    let plan = plan_edits(body, &parsed.module).map_err(|e| e.shifted(line_offset))?;
 
     let wrap = wrapper();
     let mut edited = String::with_capacity(wrap.prefix.len() + body.len() + wrap.suffix.len() + 32);
     edited.push_str(&wrap.prefix);
+    if parsed.strict {
+        // A program that parsed only as a module runs as strict as it parsed: the
+        // directive opens the program's function (before any of the model's text).
+        map.insertions.push((0, 0, USE_STRICT.len() as u32));
+        edited.push_str(USE_STRICT);
+    }
     let mut last = 0usize;
     let lines = LineIndex::new(body);
     for edit in &plan.edits {
@@ -147,7 +158,12 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     }
     edited.push_str(&wrap.suffix);
 
-    let code = strip_types(edited).map_err(|mut e| {
+    let stripped = if parsed.javascript {
+        Ok(edited)
+    } else {
+        strip_types(edited)
+    };
+    let code = stripped.map_err(|mut e| {
         if let (Some(l), Some(c)) = (e.line, e.column) {
             let (l, c) = map.original(l, c);
             e.line = Some(l);
@@ -186,8 +202,8 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
 /// A [`SourceError`] for a syntax error, positioned in `source`.
 pub(crate) fn parse_for_check(source: &str) -> Result<(Module, &str, u32), SourceError> {
     let (body, line_offset) = unfence(source);
-    let module = parse(body).map_err(|e| e.shifted(line_offset))?;
-    Ok((module, body, line_offset))
+    let parsed = parse(body).map_err(|e| e.shifted(line_offset))?;
+    Ok((parsed.module, body, line_offset))
 }
 
 impl SourceError {

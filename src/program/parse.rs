@@ -4,7 +4,7 @@
 use swc_common::{BytePos, Span, Spanned};
 use swc_ecma_ast::{Decl, Module, ModuleItem, Stmt};
 use swc_ecma_parser::error::SyntaxError;
-use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax};
+use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax, TsSyntax};
 use swc_ecma_visit::{VisitMut, VisitMutWith};
 
 use super::fences::without_hashbang;
@@ -84,12 +84,70 @@ pub(super) fn ts_syntax() -> Syntax {
     })
 }
 
-/// The syntax tree of `body` (spans start at byte 1), a top-level `return` allowed.
+/// A program's syntax tree and the mode it parsed in, which is the mode it runs in.
+pub(crate) struct Parsed {
+    /// The program's statements as a module's items (spans start at byte 1 of the body).
+    pub(crate) module: Module,
+    /// Whether the program parsed only as a module (it has `export`, `import type`, or a
+    /// TypeScript declaration a function body cannot hold): it then runs in strict mode, as
+    /// a module does. Otherwise it parsed as the body of a sloppy async function, which is
+    /// how the engine runs it.
+    pub(crate) strict: bool,
+    /// Whether the program is JavaScript only: it uses `with` or a legacy octal literal,
+    /// which TypeScript refuses, so it was parsed as JavaScript and has no types to strip.
+    pub(crate) javascript: bool,
+}
+
+/// The syntax errors TypeScript adds to JavaScript's sloppy grammar: `with` (TS2410) and
+/// legacy octal literals (TS1085).
+fn typescript_only(kind: &SyntaxError) -> bool {
+    matches!(kind, SyntaxError::TS2410 | SyntaxError::TS1085)
+}
+
+/// The syntax tree of `body` (spans start at byte 1), parsed the way the engine runs it:
+/// as the body of an `async function` in a sloppy script (ECMAScript §15.8, with Annex B:
+/// `with`, legacy octal literals, `let`, `yield` and `await` as names where a function body
+/// allows them), so a top-level `return` and `await` are allowed.
+///
+/// The syntax is TypeScript's, except for a program that uses `with` or a legacy octal
+/// literal, which TypeScript refuses: such a program is JavaScript, parsed as JavaScript
+/// (TypeScript syntax in it is then an error). A body that does not parse as a function
+/// body but parses as a TypeScript module (it has `export` or `import type`) is a module:
+/// strict, as ECMAScript §11.2.2 makes every module.
 ///
 /// # Errors
-/// The first syntax error, positioned in `body`; a decorator is refused where it is.
-pub(super) fn parse(body: &str) -> Result<Module, SourceError> {
+/// The first syntax error, positioned in `body`; a decorator is refused where it is. When
+/// neither parse succeeds, the error of the parse that read further, except that an error
+/// in the function's closing (a stray `}` in the body) or on `import`/`export` is reported
+/// as the module parse reports it.
+pub(super) fn parse(body: &str) -> Result<Parsed, SourceError> {
     let body = &*without_hashbang(body);
+    let as_function = match parse_in_async_function(body, ts_syntax()) {
+        Ok((module, None)) => {
+            return Ok(Parsed {
+                module,
+                strict: false,
+                javascript: false,
+            });
+        }
+        Ok((_, Some((at, message)))) => {
+            return match parse_in_async_function(body, Syntax::Es(EsSyntax::default())) {
+                Ok((module, _)) => Ok(Parsed {
+                    module,
+                    strict: false,
+                    javascript: true,
+                }),
+                Err(_) => Err(position_error(
+                    body,
+                    at,
+                    format!(
+                        "{message} (TypeScript refuses it: a program that uses it must be JavaScript, without types)"
+                    ),
+                )),
+            };
+        }
+        Err(e) => e,
+    };
     let start = BytePos(1);
     let input = StringInput::new(body, start, BytePos(1 + body.len() as u32));
     let mut parser = Parser::new(ts_syntax(), input, None);
@@ -100,34 +158,37 @@ pub(super) fn parse(body: &str) -> Result<Module, SourceError> {
         .into_iter()
         .filter(|e| !matches!(e.kind(), SyntaxError::ReturnNotAllowed))
         .collect();
-    let error = |span: Span, message: String| {
-        let at = offset(span);
-        let message = if body.get(at..).is_some_and(|rest| rest.starts_with('@')) {
-            "decorators (`@…`) are not supported: the engine has none".to_owned()
-        } else {
-            message
-        };
-        position_error(body, at, message)
-    };
     let first = match (module, errors.into_iter().next()) {
-        (Ok(m), None) => return Ok(m),
+        (Ok(module), None) => {
+            return Ok(Parsed {
+                module,
+                strict: true,
+                javascript: false,
+            });
+        }
         (Err(e), _) | (Ok(_), Some(e)) => e,
     };
-    let line_break_after_await = has_await_before_a_line_break(body);
-    if line_break_after_await && let Some(m) = parse_in_async_function(body) {
-        return Ok(m);
-    }
-    let mut message = first.kind().msg().into_owned();
-    if line_break_after_await && matches!(first.kind(), SyntaxError::InvalidIdentInAsync) {
+    let (at, mut message) = match as_function {
+        // The function parse read further, inside the body: its error is the program's.
+        Some((at, message)) if at > offset(first.span()) => (at, message),
+        _ => (offset(first.span()), first.kind().msg().into_owned()),
+    };
+    if matches!(first.kind(), SyntaxError::InvalidIdentInAsync)
+        && at == offset(first.span())
+        && has_await_before_a_line_break(body)
+    {
         message.push_str(
             " (an `await` followed by a line break at the top level of a program with `export` or `import` is read as a name: put what it awaits on the same line)",
         );
     }
-    Err(error(first.span(), message))
+    if body.get(at..).is_some_and(|rest| rest.starts_with('@')) {
+        message = "decorators (`@…`) are not supported: the engine has none".to_owned();
+    }
+    Err(position_error(body, at, message))
 }
 
 /// Whether `body` has an `await` followed, on its line, only by blanks or a comment: the
-/// case swc misreads at a module's top level (see [`parse_in_async_function`]).
+/// case swc misreads at a module's top level.
 fn has_await_before_a_line_break(body: &str) -> bool {
     let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     body.match_indices("await").any(|(at, word)| {
@@ -140,35 +201,68 @@ fn has_await_before_a_line_break(body: &str) -> bool {
     })
 }
 
-/// The body parsed as the inside of an async function, its statements taken as a module's
-/// (spans as in `body`). swc refuses `await` followed by a line break at the top level of
-/// a module (`const r = await\n  tools.x()`, also inside brackets and calls), which
-/// JavaScript allows and which it accepts inside an async function; a body that fails to
-/// parse and has such an `await` gets this second parse (one with `import` or `export`
-/// does not parse here). `None` when it does not parse either.
-fn parse_in_async_function(body: &str) -> Option<Module> {
+/// The body parsed as the inside of an async function in a sloppy script, as the engine
+/// runs it, with `syntax`; its statements taken as a module's (spans as in `body`), with
+/// the first [`typescript_only`] error when there were such errors and no other.
+///
+/// # Errors
+/// The first syntax error as (byte offset in `body`, message), or `None` when the body
+/// closes the function early (a stray `}`) or the error is on `import` or `export`: errors
+/// the module parse positions better.
+fn parse_in_async_function(
+    body: &str,
+    syntax: Syntax,
+) -> Result<(Module, Option<(usize, String)>), Option<(usize, String)>> {
     const OPEN: &str = "async function __codemode_body() {";
     let text = format!("{OPEN}{body}\n}}");
     let input = StringInput::new(&text, BytePos(1), BytePos(1 + text.len() as u32));
-    let mut parser = Parser::new(ts_syntax(), input, None);
-    let mut module = parser.parse_module().ok()?;
-    if !parser.take_errors().is_empty() {
-        return None;
-    }
-    let Some(ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f)))) = module.body.pop() else {
-        return None;
+    let mut parser = Parser::new(syntax, input, None);
+    let in_body = |span: Span| {
+        (span.lo.0 as usize)
+            .checked_sub(1 + OPEN.len())
+            .filter(|&at| at < body.len())
     };
-    if !module.body.is_empty() {
-        return None;
-    }
-    let stmts = f.function.body?.stmts;
-    let mut module = Module {
-        span: module.span,
-        body: stmts.into_iter().map(ModuleItem::Stmt).collect(),
-        shebang: None,
+    let script = parser.parse_script();
+    let (refused, errors): (Vec<_>, Vec<_>) = parser
+        .take_errors()
+        .into_iter()
+        .partition(|e| typescript_only(e.kind()));
+    let error = match (script, errors.into_iter().next()) {
+        (Ok(script), None) => {
+            let mut body_stmts = script.body;
+            let Some(Stmt::Decl(Decl::Fn(f))) = body_stmts.pop() else {
+                return Err(None);
+            };
+            if !body_stmts.is_empty() || &*f.ident.sym != "__codemode_body" {
+                return Err(None);
+            }
+            let Some(function_body) = f.function.body else {
+                return Err(None);
+            };
+            let mut module = Module {
+                span: script.span,
+                body: function_body
+                    .stmts
+                    .into_iter()
+                    .map(ModuleItem::Stmt)
+                    .collect(),
+                shebang: None,
+            };
+            module.visit_mut_with(&mut ShiftSpans(OPEN.len() as u32));
+            let refused = refused
+                .first()
+                .and_then(|e| in_body(e.span()).map(|at| (at, e.kind().msg().into_owned())));
+            return Ok((module, refused));
+        }
+        (Err(e), _) | (Ok(_), Some(e)) => e,
     };
-    module.visit_mut_with(&mut ShiftSpans(OPEN.len() as u32));
-    Some(module)
+    match in_body(error.span()) {
+        // `import` and `export` are module syntax: the module parse reports on them.
+        Some(at) if !matches!(error.kind(), SyntaxError::ImportExportInScript) => {
+            Err(Some((at, error.kind().msg().into_owned())))
+        }
+        _ => Err(None),
+    }
 }
 
 /// Moves every span `by` bytes back.

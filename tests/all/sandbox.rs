@@ -418,6 +418,111 @@ async fn program_forms_a_model_writes() {
     );
 }
 
+/// Issue 15, item 6: the parser's mode is the engine's. A program is the body of a sloppy
+/// async function (Annex B syntax parses and runs as the engine runs it); a program that
+/// parses only as a module is strict in both.
+#[tokio::test]
+async fn programs_run_in_the_mode_they_parse_in() {
+    let h = Harness::new(fast_limits());
+    // Sloppy: `with`, a legacy octal literal, `let`, `yield` and `await` as names where a
+    // sloppy function allows them, an assignment to an undeclared name, `this` unbound.
+    assert_eq!(
+        h.ok("const o = { a: 2 };\nwith (o) { return a * 3 }").await,
+        json!(6)
+    );
+    assert_eq!(
+        h.ok("const n = 010;\n[n, 08, 09.5]").await,
+        json!([8, 8, 9.5])
+    );
+    // TypeScript refuses both: with types, a clear error where it is.
+    let e = h.err("const n: number = 010;\nn").await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(1), json!(19)),
+        "{e}"
+    );
+    assert!(
+        e["message"].as_str().unwrap().ends_with(
+            "(TypeScript refuses it: a program that uses it must be JavaScript, without types)"
+        ),
+        "{e}"
+    );
+    assert_eq!(h.ok("var let = 4, yield = 5;\nlet + yield").await, json!(9));
+    assert_eq!(
+        h.ok("function f() { var await = 3; return await; }\nreturn f()")
+            .await,
+        json!(3)
+    );
+    assert_eq!(h.ok("undeclared = 7;\nundeclared").await, json!(7));
+    assert_eq!(
+        h.ok("return (function () { return this === undefined })()")
+            .await,
+        json!(false)
+    );
+    // A directive makes the program strict in both: the parser refuses what the engine would.
+    let e = h.err("'use strict';\nconst n = 010;").await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(2), json!(11)),
+        "{e}"
+    );
+    // Module form (`export`, `import type`): strict when parsed and when run.
+    assert_eq!(
+        h.ok("export default (function () { return this === undefined })()")
+            .await,
+        json!(true)
+    );
+    let e = h
+        .err("import type { X } from './x';\nundeclared = 7;\nexport default undeclared")
+        .await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone()),
+        (Some("ReferenceError"), json!(2)),
+        "{e}"
+    );
+    let e = h
+        .err("const o = { a: 1 };\nwith (o) { a }\nexport default 1")
+        .await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(2), json!(1)),
+        "{e}"
+    );
+    // Positions on the first line stay the model's after the directive: the same as the
+    // sloppy program with that line reports.
+    let strict = h
+        .err("export const a: number = 1; (null as any).x; export default a")
+        .await;
+    let sloppy = h
+        .err("       const a: number = 1; (null as any).x; return         a")
+        .await;
+    assert_eq!(strict["name"], "TypeError", "{strict}");
+    assert_eq!(
+        (&strict["line"], &strict["column"]),
+        (&sloppy["line"], &sloppy["column"])
+    );
+    assert_eq!(strict["line"], 1);
+    // Syntax errors keep their positions in both parses; a stray `}` is reported where it is.
+    let e = h.err("const a = 1;\nreturn a }\nconst b = 2;").await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(2), json!(10)),
+        "{e}"
+    );
+    let e = h.err("}; (async function () {").await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(1), json!(1)),
+        "{e}"
+    );
+    let e = h.err("with ({}) {}\nconst x = ;").await;
+    assert_eq!(
+        (e["name"].as_str(), e["line"].clone(), e["column"].clone()),
+        (Some("SyntaxError"), json!(2), json!(11)),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn nothing_survives_between_runs() {
     let h = Harness::new(fast_limits());
