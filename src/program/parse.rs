@@ -201,6 +201,9 @@ fn has_await_before_a_line_break(body: &str) -> bool {
     })
 }
 
+/// A syntax error's byte offset in the body and its message.
+type At = (usize, String);
+
 /// The body parsed as the inside of an async function in a sloppy script, as the engine
 /// runs it, with `syntax`; its statements taken as a module's (spans as in `body`), with
 /// the first [`typescript_only`] error when there were such errors and no other.
@@ -209,10 +212,7 @@ fn has_await_before_a_line_break(body: &str) -> bool {
 /// The first syntax error as (byte offset in `body`, message), or `None` when the body
 /// closes the function early (a stray `}`) or the error is on `import` or `export`: errors
 /// the module parse positions better.
-fn parse_in_async_function(
-    body: &str,
-    syntax: Syntax,
-) -> Result<(Module, Option<(usize, String)>), Option<(usize, String)>> {
+fn parse_in_async_function(body: &str, syntax: Syntax) -> Result<(Module, Option<At>), Option<At>> {
     const OPEN: &str = "async function __codemode_body() {";
     let text = format!("{OPEN}{body}\n}}");
     let input = StringInput::new(&text, BytePos(1), BytePos(1 + text.len() as u32));
