@@ -1,5 +1,10 @@
 //! Export of nodes to JSON Schema draft 2020-12, for native tool
 //! calling and for MCP.
+//!
+//! `format` exports as the keyword; whether it asserts does not travel: 2020-12 makes it an
+//! annotation unless a dialect's `$vocabulary` asserts it (§7.2.1), so an importer of the
+//! export (codemode's included) reads it as an annotation. The tool's own validation, on
+//! the side that exported it, still asserts it.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};

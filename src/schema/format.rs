@@ -1,7 +1,8 @@
 //! The `format` keyword for strings: `date-time`, `date`, `time` (RFC 3339), `uri`
 //! (RFC 3986 absolute URI), `email` (RFC 5321 mailbox, without comments or quoted local
-//! parts), `uuid` (RFC 4122 text form), `ipv4`, `ipv6`, `hostname`. Other format names are
-//! annotations and accept every string, as JSON Schema 2020-12 allows.
+//! parts), `uuid` (RFC 4122 text form), `ipv4`, `ipv6`, `hostname`, when the schema asserts
+//! `format` (see [`StringSpec::format_asserted`](super::StringSpec::format_asserted)).
+//! Other format names are annotations and accept every string, as JSON Schema allows.
 
 /// The format names [`check_format`] enforces.
 pub const KNOWN_FORMATS: &[&str] = &[

@@ -24,14 +24,17 @@
 //! Any other keyword is kept for display and export and named in an [`ImportWarning`]: it
 //! is never silently dropped from the model-facing schema, and never enforced.
 //!
+//! `format` follows each draft's default: with `$schema` naming draft-07 (or earlier) it
+//! is asserted for the formats codemode knows ([`KNOWN_FORMATS`](super::KNOWN_FORMATS);
+//! another name is kept for display and named in a warning); with 2019-09, 2020-12 or no
+//! `$schema` it is an annotation (2020-12 §7.2.1), shown to the model and not checked.
+//!
 //! Keywords imply no type when validating (JSON Schema 2020-12 §7.6.1): `{"minItems": 1}`
 //! accepts `""` and `5`. Such a node remembers its likely type for display and exports
 //! without `type`.
 //!
 //! Deliberate differences from JSON Schema (each pinned by a test):
 //! - `nullable: true` (OpenAPI 3.0) allows `null`;
-//! - `format` is asserted for the formats codemode knows (an annotation in 2020-12 §7.2.1
-//!   unless a vocabulary asserts it);
 //! - draft-07 `$ref` is read with its sibling keywords (2020-12 rules), where draft-07
 //!   ignores the siblings.
 
@@ -41,6 +44,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Number, Value};
 
 use super::DefinitionError;
+use super::format::KNOWN_FORMATS;
 use super::node::{
     Additional, ArraySpec, Node, NodeKind, NumberSpec, ObjectSpec, Pattern, StringSpec, TupleSpec,
 };
@@ -196,6 +200,20 @@ pub(crate) struct Importer<'a> {
     names: HashMap<String, String>,
     pending: Vec<(String, String)>,
     warnings: Vec<ImportWarning>,
+    /// Whether `format` is an assertion: the document's `$schema` is draft-07 or earlier.
+    assert_format: bool,
+}
+
+/// Whether a document's `$schema` names draft-07 or an earlier draft, where `format` may
+/// assert (draft-07 §7.2); 2019-09 and 2020-12 make it an annotation by default (2020-12
+/// §7.2.1), and so does a schema without `$schema` (MCP's default dialect is 2020-12).
+fn asserts_format(document: &Value) -> bool {
+    let Some(uri) = document.get("$schema").and_then(Value::as_str) else {
+        return false;
+    };
+    ["draft-07", "draft-06", "draft-04", "draft-03"]
+        .iter()
+        .any(|draft| uri.contains(&format!("json-schema.org/{draft}/")))
 }
 
 impl<'a> Importer<'a> {
@@ -207,6 +225,7 @@ impl<'a> Importer<'a> {
             names: HashMap::new(),
             pending: Vec::new(),
             warnings: Vec::new(),
+            assert_format: asserts_format(document),
         }
     }
 
@@ -577,11 +596,25 @@ impl<'a> Importer<'a> {
                         ),
                     ));
                 }
+                let format = map.get("format").and_then(Value::as_str).map(str::to_owned);
+                if let Some(name) = &format
+                    && self.assert_format
+                    && !KNOWN_FORMATS.contains(&name.as_str())
+                {
+                    self.warn(
+                        at("format"),
+                        format!(
+                            "format {name:?} is kept for display but not checked (checked: {})",
+                            KNOWN_FORMATS.join(", ")
+                        ),
+                    );
+                }
                 Node::of(NodeKind::String(StringSpec {
                     min_length: u64_of("minLength")?,
                     max_length: u64_of("maxLength")?,
                     pattern,
-                    format: map.get("format").and_then(Value::as_str).map(str::to_owned),
+                    format_asserted: self.assert_format && format.is_some(),
+                    format,
                     enum_values: None,
                 }))
             }

@@ -117,9 +117,16 @@ pub struct StringSpec {
     /// An ECMAScript regular expression the string must match somewhere (unanchored, as in
     /// JSON Schema).
     pub pattern: Option<Pattern>,
-    /// A format name (`date-time`, `date`, `time`, `uri`, `email`, `uuid`, …). Known formats
-    /// are checked; others are kept as annotations.
+    /// A format name (`date-time`, `date`, `time`, `uri`, `email`, `uuid`, …), checked when
+    /// [`format_asserted`](Self::format_asserted) and the name is one of
+    /// [`KNOWN_FORMATS`](crate::schema::KNOWN_FORMATS); otherwise an annotation shown to
+    /// the model.
     pub format: Option<String>,
+    /// Whether [`format`](Self::format) is an assertion. [`Node::format`] and definitions
+    /// assert it; the JSON Schema import asserts it for draft-07 and earlier and keeps it an
+    /// annotation for 2019-09, 2020-12 and a schema without `$schema`, as JSON Schema
+    /// 2020-12 §7.2.1 makes it by default. Default `false`.
+    pub format_asserted: bool,
     /// The only values allowed.
     pub enum_values: Option<Vec<String>>,
 }
@@ -374,10 +381,11 @@ impl Node {
         self
     }
 
-    /// String: a `format` name.
+    /// String: a `format` name, asserted (see [`StringSpec::format_asserted`]).
     pub fn format(mut self, name: impl Into<String>) -> Node {
         if let NodeKind::String(s) = &mut self.kind {
             s.format = Some(name.into());
+            s.format_asserted = true;
         }
         self
     }

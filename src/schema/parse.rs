@@ -94,6 +94,7 @@ pub(crate) fn parse_node(value: &Value, path: &str) -> Result<Node, DefinitionEr
                     ));
                 };
                 spec.format = Some(f.to_owned());
+                spec.format_asserted = true;
             }
             if let Some(e) = map.get("enum") {
                 let values = e.as_array().ok_or_else(|| {

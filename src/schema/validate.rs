@@ -193,6 +193,7 @@ impl<'s> Validator<'s> {
                     }
                 }
                 if let Some(format) = &spec.format
+                    && spec.format_asserted
                     && let Err(why) = check_format(format, s)
                 {
                     ok = false;

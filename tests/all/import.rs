@@ -15,6 +15,12 @@ fn params(schema: Value) -> ParameterSchema {
     p
 }
 
+/// `schema` as it reads back from its export: whether `format` asserts does not travel
+/// through 2020-12, where it is an annotation by default (the rest must be equal).
+fn without_format_assertions(schema: &impl std::fmt::Debug) -> String {
+    format!("{schema:?}").replace("format_asserted: true", "format_asserted: false")
+}
+
 #[test]
 fn real_mcp_server_schemas_import_and_round_trip() {
     let mut total = 0;
@@ -28,14 +34,22 @@ fn real_mcp_server_schemas_import_and_round_trip() {
             let again = ParameterSchema::from_json_schema(&input.to_json_schema())
                 .unwrap()
                 .0;
-            assert_eq!(again, input, "{server}/{name} input round trip");
+            assert_eq!(
+                format!("{again:?}"),
+                without_format_assertions(&input),
+                "{server}/{name} input round trip"
+            );
             if let Some(out) = tool.get("outputSchema") {
                 let (output, warnings) = ValueSchema::from_json_schema(out).unwrap();
                 assert!(warnings.is_empty(), "{server}/{name}: {warnings:?}");
                 let again = ValueSchema::from_json_schema(&output.to_json_schema())
                     .unwrap()
                     .0;
-                assert_eq!(again, output, "{server}/{name} output round trip");
+                assert_eq!(
+                    format!("{again:?}"),
+                    without_format_assertions(&output),
+                    "{server}/{name} output round trip"
+                );
             }
             total += 1;
         }
@@ -290,7 +304,12 @@ fn node_language_round_trips_through_json_schema() {
     v.check().unwrap();
     let (again, warnings) = ValueSchema::from_json_schema(&v.to_json_schema()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(again, v);
+    // Whether `format` asserts does not travel through 2020-12 (an annotation there by
+    // default): the rest of the node does.
+    assert!(v.validate(&json!({"s": "a-not-a-date"})).is_err());
+    assert!(again.validate(&json!({"s": "a-not-a-date"})).is_ok());
+    assert_eq!(format!("{v:?}").matches("format_asserted: true").count(), 1);
+    assert_eq!(format!("{again:?}"), without_format_assertions(&v));
 }
 
 fn output(schema: Value) -> ValueSchema {
@@ -537,4 +556,46 @@ fn keywords_not_implemented_are_refused_with_their_path() {
         let err = ValueSchema::from_json_schema(&schema).unwrap_err();
         assert_eq!(err.to_string(), message);
     }
+}
+
+/// Issue 15, item 1: `format` follows each draft's default.
+#[test]
+fn format_asserts_in_draft_07_and_annotates_in_2020_12() {
+    let date = |schema: Value| ValueSchema::from_json_schema(&schema).unwrap();
+    for annotated in [
+        json!({"type": "string", "format": "date"}),
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string", "format": "date"}),
+        json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "string", "format": "date"}),
+    ] {
+        let (s, warnings) = date(annotated.clone());
+        assert!(s.validate(&json!("not a date")).is_ok(), "{annotated}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Still shown: the export keeps the keyword.
+        assert_eq!(s.to_json_schema()["format"], "date");
+    }
+    let (s, warnings) = date(json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"d": {"type": "string", "format": "date"}, "r": {"type": "string", "format": "regex"}}
+    }));
+    assert!(s.validate(&json!({"d": "2024-02-29", "r": "(("})).is_ok());
+    let e = s.validate(&json!({"d": "2023-02-29"})).unwrap_err();
+    assert_eq!(e.violations.len(), 1, "{e:?}");
+    assert_eq!(e.violations[0].path, "output.d");
+    assert!(
+        e.violations[0].message.starts_with("not a valid date"),
+        "{e:?}"
+    );
+    // A format draft-07 would assert and codemode does not check is named.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].path, "output_schema.properties.r.format");
+    assert!(
+        warnings[0]
+            .message
+            .starts_with("format \"regex\" is kept for display but not checked"),
+        "{warnings:?}"
+    );
+    // A node built in Rust asserts its format.
+    let s = ValueSchema::new(Node::string().format("uuid"));
+    assert!(s.validate(&json!("nope")).is_err());
 }
