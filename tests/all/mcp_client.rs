@@ -186,6 +186,54 @@ fn declarations_group_each_servers_tools_and_list_every_page() {
     assert!(types.contains("\"t.pid\": {\n    pid: integer;"), "{types}");
 }
 
+/// Issue 15, item 3: what an MCP server's schemas bring that the import keeps for display
+/// only is said on stderr, listed by `tools --json`, and returned by the library.
+#[test]
+fn an_mcp_server_s_import_warnings_reach_stderr_tools_json_and_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = test_server(&["--odd-schema"]);
+    let flag = format!(
+        "t={}",
+        shlex::try_join(words.iter().map(String::as_str)).unwrap()
+    );
+    let expected = [
+        "input_schema.properties.a.x-widget: `x-widget` is kept for display but not enforced",
+        "input_schema.properties.r.format: format \"regex\" is kept for display but not checked (checked: date-time, date, time, uri, email, uuid, ipv4, ipv6, hostname)",
+    ];
+    let out = codemode(&["tools", "--json", "--mcp", &flag], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<String> = expected
+        .iter()
+        .map(|w| format!("codemode: MCP server \"t\": tool \"t.odd\": {w}\n"))
+        .collect();
+    assert_eq!(stderr, said.concat());
+    let listed = json_of(&out);
+    let odd = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "t.odd")
+        .unwrap();
+    assert_eq!(odd["warnings"], json!(expected));
+    // The library: the connection's list.
+    runtime().block_on(async {
+        let registry = codemode::Registry::new();
+        let config = codemode::mcp::ServerConfig::stdio("t", words[0].clone(), words[1..].to_vec());
+        let server = codemode::mcp::Connection::connect(config, &registry)
+            .await
+            .unwrap();
+        let listed: Vec<String> = server
+            .import_warnings()
+            .iter()
+            .map(|(tool, w)| format!("{tool}: {w}"))
+            .collect();
+        let want: Vec<String> = expected.iter().map(|w| format!("t.odd: {w}")).collect();
+        assert_eq!(listed, want);
+        server.close().await;
+    });
+}
+
 #[test]
 fn results_errors_progress_and_stderr_reach_the_program_and_the_terminal() {
     let dir = tempfile::tempdir().unwrap();

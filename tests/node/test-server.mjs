@@ -1,7 +1,7 @@
 // An MCP server for the tests of codemode's MCP client: the cases the real servers cannot
 // show on demand. Built on the MCP TypeScript SDK's low-level `Server`.
 //
-//   node test-server.mjs [--log FILE] [--http] [--stay]
+//   node test-server.mjs [--log FILE] [--http] [--stay] [--odd-schema]
 //
 // Tools: `slow {ms}` (answers after ms, or notes its cancellation in FILE), `exit {code}`
 // (the process exits mid-call), `steps {n, pause_ms}` (n progress notifications, then "done"),
@@ -57,6 +57,19 @@ const tools = [
     outputSchema: object({ pid: { type: "integer" } }, ["pid"]),
   },
 ];
+
+// With --odd-schema, one more tool whose schemas carry what an import keeps for display
+// only (an unknown keyword, a draft-07 format codemode does not check).
+if (argv.includes("--odd-schema")) {
+  tools.push({
+    name: "odd",
+    description: "A tool with odd schemas.",
+    inputSchema: {
+      $schema: "http://json-schema.org/draft-07/schema#",
+      ...object({ a: { type: "string", "x-widget": "area" }, r: { type: "string", format: "regex" } }),
+    },
+  });
+}
 
 function makeServer() {
   const server = new Server(
