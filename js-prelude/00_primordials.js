@@ -37,8 +37,28 @@ P.StringPrototypeIncludes = uncurryThis(String.prototype.includes);
 P.StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
 P.StringPrototypeRepeat = uncurryThis(String.prototype.repeat);
 P.StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
-P.RegExpPrototypeTest = uncurryThis(RegExp.prototype.test);
-P.RegExpPrototypeToString = uncurryThis(RegExp.prototype.toString);
+// A regular expression's text from the engine's own accessors, which read its internal
+// slots: `RegExp.prototype.toString` would read `source` and `flags` with [[Get]], and
+// `flags` each flag, all of which a program can redefine on `RegExp.prototype`.
+const regExpGetter = (name) => {
+  const d = Object.getOwnPropertyDescriptor(RegExp.prototype, name);
+  return d !== undefined && typeof d.get === "function" ? uncurryThis(d.get) : undefined;
+};
+const regExpSource = regExpGetter("source");
+// In the order of ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4).
+const regExpFlags = [
+  ["hasIndices", "d"], ["global", "g"], ["ignoreCase", "i"], ["multiline", "m"],
+  ["dotAll", "s"], ["unicode", "u"], ["unicodeSets", "v"], ["sticky", "y"],
+].map(([name, letter]) => [regExpGetter(name), letter]).filter(([get]) => get !== undefined);
+const regExpFlagCount = regExpFlags.length;
+// `/source/flags` of a regular expression; throws a TypeError for an object that is not one.
+P.RegExpText = (re) => {
+  let flags = "";
+  for (let i = 0; i < regExpFlagCount; i++) {
+    if (regExpFlags[i][0](re)) flags += regExpFlags[i][1];
+  }
+  return "/" + regExpSource(re) + "/" + flags;
+};
 P.Number = Number;
 P.NumberPrototypeToString = uncurryThis(Number.prototype.toString);
 P.NumberPrototypeValueOf = uncurryThis(Number.prototype.valueOf);

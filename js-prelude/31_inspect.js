@@ -18,7 +18,7 @@ const {
   ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectPrototypeToString, ObjectCreate, ReflectApply,
   ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, 
   StringPrototypeSlice, StringPrototypeRepeat, StringPrototypeIncludes, SymbolPrototypeToString,
-  FunctionPrototypeToString, ErrorPrototypeToString, RegExpPrototypeToString,
+  FunctionPrototypeToString, ErrorPrototypeToString, RegExpText,
   DatePrototypeGetTime, DatePrototypeToISOString, MapPrototypeForEach, MapPrototypeGetSize,
   SetPrototypeForEach, SetPrototypeGetSize, ArrayBufferIsView, ArrayBufferPrototypeGetByteLength,
   TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, NumberPrototypeToString,
@@ -243,7 +243,12 @@ function formatObject(value, depth, seen, indent) {
     const t = DatePrototypeGetTime(value);
     return t === t ? DatePrototypeToISOString(value) : "Invalid Date";
   }
-  if (isInstance(value, RegExp)) return RegExpPrototypeToString(value);
+  if (isInstance(value, RegExp)) {
+    // An object that only inherits from RegExp.prototype has no source: shown as objects are.
+    try {
+      return RegExpText(value);
+    } catch {}
+  }
   if (isInstance(value, Promise)) return "Promise { <unknown> }";
   if (isInstance(value, WeakMap)) return "WeakMap { <items unknown> }";
   if (isInstance(value, WeakSet)) return "WeakSet { <items unknown> }";

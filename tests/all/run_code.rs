@@ -612,9 +612,13 @@ Object.defineProperty(Object.prototype, "enumerable", hook("enumerable"));
 Object.defineProperty(Function.prototype, "name", hook("name"));
 String.prototype.valueOf = () => { seen.what += "valueOf "; return "no" };
 JSON.stringify = () => { seen.what += "JSON "; throw new Error("JSON") };
+for (const key of ["source", "flags", "global", "ignoreCase", "sticky"]) Object.defineProperty(RegExp.prototype, key, hook("RegExp " + key));
+RegExp.prototype.exec = () => { seen.what += "exec "; return null };
+RegExp.prototype.toString = () => { seen.what += "RegExp toString "; return "no" };
 const holder = { b: [1, 2], c: "x\ny", get g() { return 1 } };
 console.log("a", holder, [3, "y"], new String("s"), function f() {}, new Map([[1, 2]]));
 console.log("%j and %o", { k: 1 }, [4]);
+console.log(/a+b/giy, [/x/], Object.create(RegExp.prototype));
 console.error(new RangeError("bad"));
 return seen.what;
 "#)
@@ -628,11 +632,12 @@ return seen.what;
         .map(|l| l["text"].as_str().unwrap())
         .collect();
     assert_eq!(
-        texts[..2],
+        texts[..3],
         [
             "a { b: [ 1, 2 ], c: 'x\\ny', g: [Getter] } [ 3, 'y' ] [String: 's'] [Function: f] Map(1) { 1 => 2 }",
             "{\"k\":1} and [ 4 ]",
+            "/a+b/giy [ /x/ ] RegExp {}",
         ]
     );
-    assert!(texts[2].starts_with("RangeError: bad\n"), "{}", texts[2]);
+    assert!(texts[3].starts_with("RangeError: bad\n"), "{}", texts[3]);
 }
