@@ -1044,9 +1044,20 @@ impl Emitter<'_> {
             }
         }
         let mut extra: Vec<String> = Vec::new();
+        // The index signature says which keys it is for: TypeScript cannot.
+        let mut index_doc = String::new();
         if let Some(Value::Object(patterns)) = k.pattern_properties {
-            for p in patterns.values() {
-                extra.push(self.ty(p, indent + 1, false));
+            for (pattern, p) in patterns {
+                let t = self.ty(p, indent + 1, false);
+                index_doc.push_str(if index_doc.is_empty() {
+                    "Keys matching /"
+                } else {
+                    "; keys matching /"
+                });
+                index_doc.push_str(pattern);
+                index_doc.push_str("/: ");
+                index_doc.push_str(&t);
+                extra.push(t);
             }
         }
         let closed = match k.additional_properties {
@@ -1075,7 +1086,10 @@ impl Emitter<'_> {
             } else {
                 "[k: string]: "
             };
-            self.member(&mut body, &pad, "", &[name, &index, ";"]);
+            if !index_doc.is_empty() {
+                index_doc.push_str(if closed { "; no other keys." } else { "." });
+            }
+            self.member(&mut body, &pad, &index_doc, &[name, &index, ";"]);
             count += 1;
         }
         if count == 0 {
