@@ -21,6 +21,10 @@ pub(crate) struct RunLimits {
     /// Tool calls one run may make; past it a call fails with a clear error.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_tool_calls: u32,
+    /// Stack of the engine, in bytes (suffixes as for --memory): deep recursion past it is a
+    /// catchable RangeError; 8MiB is about 12 000 levels of a simple recursive function.
+    #[arg(long, value_name = "SIZE", value_parser = parse_stack, default_value = "8MiB")]
+    stack: usize,
     /// Characters of output (logs and result) shown before the rest is cut and spilled.
     #[arg(long, value_name = "CHARS", default_value_t = 20_000)]
     output_cap: usize,
@@ -34,6 +38,7 @@ impl RunLimits {
         let limits = Limits::default()
             .timeout(Duration::from_millis(self.timeout))
             .memory(self.memory)
+            .stack(self.stack)
             .max_in_flight(self.max_in_flight as usize)
             .max_tool_calls(self.max_tool_calls as usize);
         RunCodeConfig::default()
@@ -44,6 +49,13 @@ impl RunLimits {
     }
 }
 
+impl RunLimits {
+    /// Bytes of stack for the thread a program runs on ([`Limits::thread_stack`]).
+    pub(crate) fn thread_stack(&self) -> usize {
+        self.run_code_config().limits.thread_stack()
+    }
+}
+
 /// Parses a memory limit: a size of at least [`codemode::run_code::MIN_MEMORY`] bytes.
 fn parse_memory(text: &str) -> Result<usize, String> {
     let bytes = parse_size(text)?;
@@ -51,6 +63,17 @@ fn parse_memory(text: &str) -> Result<usize, String> {
         return Err(format!(
             "{text:?} is too small: the engine needs at least 1MiB ({} bytes)",
             codemode::run_code::MIN_MEMORY
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Parses a stack limit: from 64KiB to 1GiB.
+fn parse_stack(text: &str) -> Result<usize, String> {
+    let bytes = parse_size(text)?;
+    if !(64 << 10..=1 << 30).contains(&bytes) {
+        return Err(format!(
+            "{text:?} is out of range: the engine's stack is from 64KiB to 1GiB"
         ));
     }
     Ok(bytes)

@@ -121,6 +121,34 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // `run` runs its program on this thread: one with the stack its engine limit needs
+    // (`Limits::thread_stack`), whatever the process's own stack is.
+    let Command::Run(run) = &cli.command else {
+        return execute(cli);
+    };
+    let stack = run.thread_stack();
+    let main = std::thread::Builder::new()
+        .name("codemode-run".into())
+        .stack_size(stack)
+        .spawn(move || execute(cli));
+    match main.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        Ok(Err(_)) => {
+            eprintln!("codemode: internal error: the run's thread panicked");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!(
+                "codemode: could not start a thread with {} MiB of stack for the run: {e}",
+                stack >> 20
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the parsed command on this thread.
+fn execute(cli: Cli) -> ExitCode {
     let serves = matches!(cli.command, Command::Mcp(_));
     let runtime = match runtime_for(&cli.command) {
         Ok(rt) => rt,

@@ -188,6 +188,11 @@ struct Shared {
     expose_tools: bool,
     page_bytes: usize,
     max_calls: usize,
+    /// Bytes of stack of the thread each call runs on ([`Limits::thread_stack`] of
+    /// `run_code`'s limits).
+    ///
+    /// [`Limits::thread_stack`]: crate::run_code::Limits::thread_stack
+    thread_stack: usize,
     _run_code: ToolHandle,
     /// The private spill folder, `None` when spilling is off.
     spills: Option<SpillFolder>,
@@ -222,12 +227,14 @@ impl McpServer {
                 (Some(folder), Some(Arc::new(guard)), Some(spill_config))
             }
         };
+        let thread_stack = config.run_code.limits.thread_stack();
         let run_code = registry.register(run_code_tool(config.run_code.spill(spill_config)))?;
         Ok(McpServer {
             shared: Arc::new(Shared {
                 registry,
                 expose_tools: config.expose_tools,
                 page_bytes,
+                thread_stack,
                 max_calls: config
                     .max_calls_per_session
                     .unwrap_or(DEFAULT_MAX_CALLS_PER_SESSION)
@@ -443,7 +450,7 @@ impl ServerHandler for Session {
             request = request.report_progress_to(forward.sink());
         }
         let call = self.shared.registry.dispatch(request);
-        let outcome = on_own_thread(call).await;
+        let outcome = on_own_thread(call, self.shared.thread_stack).await;
         if let Some(forward) = forward {
             // Every report made before the outcome goes out before the answer, none after.
             forward.finish().await;
@@ -625,13 +632,13 @@ impl Session {
     }
 }
 
-/// Runs `call` to its end on a new thread with a current-thread runtime of its own, and
-/// waits for it there: a call that holds its thread (a program in a CPU loop until its
-/// timeout or cancellation) holds no thread of the caller's runtime.
+/// Runs `call` to its end on a new thread of `stack` bytes with a current-thread runtime of
+/// its own, and waits for it there: a call that holds its thread (a program in a CPU loop
+/// until its timeout or cancellation) holds no thread of the caller's runtime.
 ///
 /// # Errors
 /// When the thread or its runtime cannot be started.
-async fn on_own_thread<F>(call: F) -> std::io::Result<F::Output>
+async fn on_own_thread<F>(call: F, stack: usize) -> std::io::Result<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -642,6 +649,7 @@ where
     let (done, output) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("codemode-call".into())
+        .stack_size(stack)
         .spawn(move || {
             let _ = done.send(runtime.block_on(call));
             // A file read still blocked in the kernel (a cancelled read of a file that

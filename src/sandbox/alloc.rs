@@ -10,8 +10,8 @@
 //! by their usable size (`malloc_usable_size`, `malloc_size` on macOS): no header, so the
 //! engine's many small blocks cost what they cost without a limit.
 //!
-//! This module, the bytecode loader and `killpg` in `manifest/process.rs` are the only
-//! `unsafe` code; here, the
+//! This module, the bytecode loader, `killpg` in `manifest/process.rs` and the stack bounds
+//! in `sandbox/stack.rs` are the only `unsafe` code; here, the
 //! [`rquickjs::allocator::Allocator`] trait hands out raw pointers. Each block states why it
 //! is sound.
 #![expect(

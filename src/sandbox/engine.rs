@@ -46,7 +46,13 @@ impl Engine {
             flags.clone(),
         ))
         .map_err(failed)?;
-        runtime.set_max_stack_size(limits.stack).await;
+        let stack = super::stack::engine_stack(limits.stack).map_err(|left| {
+            ProgramError::limit(format!(
+                "the thread running the sandbox has {} KiB of stack left, too little for an engine: run it on a thread with a larger stack (see `Limits::stack`)",
+                left >> 10
+            ))
+        })?;
+        runtime.set_max_stack_size(stack).await;
         runtime.set_gc_threshold(GC_THRESHOLD).await;
         let handler_flags = flags.clone();
         runtime

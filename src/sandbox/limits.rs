@@ -15,7 +15,7 @@ pub const MIN_MEMORY: usize = 1 << 20;
 /// | --- | --- | --- |
 /// | `timeout` | 30 000 | milliseconds of wall-clock time for the whole run |
 /// | `memory` | 64 MiB | bytes the engine may hold (fatal even if the program catches it); at least [`MIN_MEMORY`] |
-/// | `stack` | 512 KiB | bytes of engine stack (a catchable `RangeError` past it) |
+/// | `stack` | 8 MiB | bytes of engine stack (a catchable `RangeError` past it; about 12 000 levels of a simple recursive function), at most the thread's remaining stack less 512 KiB (see [`Limits::thread_stack`]) |
 /// | `max_source_bytes` | 1 MiB | bytes of program text |
 /// | `max_tool_calls` | 10 000 | tool calls in one run |
 /// | `max_in_flight` | 128 | tool calls running at once (the rest wait their turn) |
@@ -35,7 +35,10 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes of memory the engine may hold.
     pub memory: usize,
-    /// Bytes of engine stack.
+    /// Bytes of engine stack. A run gets the smaller of this and what the thread running it
+    /// has left less 512 KiB for the host's own frames, so that no recursion can overflow
+    /// the host's stack: run programs on a thread of [`Limits::thread_stack`] bytes to get
+    /// all of it (a tokio worker thread has 2 MiB, about 2 000 levels).
     pub stack: usize,
     /// Bytes of program text.
     pub max_source_bytes: usize,
@@ -61,7 +64,7 @@ impl Default for Limits {
         Limits {
             timeout: Duration::from_millis(30_000),
             memory: 64 << 20,
-            stack: 512 << 10,
+            stack: 8 << 20,
             max_source_bytes: 1 << 20,
             max_tool_calls: 10_000,
             max_in_flight: 128,
@@ -91,6 +94,17 @@ impl Limits {
     pub fn stack(mut self, bytes: usize) -> Self {
         self.stack = bytes;
         self
+    }
+
+    /// Bytes of stack a thread that runs programs under these limits should have, so that
+    /// the engine gets all of [`Limits::stack`]: the engine's stack, 512 KiB kept for the
+    /// host below it, and 1 MiB for the host's frames above it (the async runtime, the
+    /// dispatch of the call that runs the program). Only the pages a run touches are ever
+    /// resident.
+    pub fn thread_stack(&self) -> usize {
+        self.stack
+            .saturating_add(super::stack::HOST_MARGIN)
+            .saturating_add(1 << 20)
     }
 
     /// Sets the largest program text in bytes.

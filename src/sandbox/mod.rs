@@ -41,6 +41,7 @@ mod prelude;
 mod reaper;
 mod report;
 mod shared;
+mod stack;
 mod timers;
 mod watchdog;
 

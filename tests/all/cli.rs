@@ -129,6 +129,24 @@ fn timeout_and_memory_flags_set_the_limits() {
         out,
         "error: OutOfMemory: the program ran out of memory: it may hold at most 8388608 bytes\n"
     );
+    // The engine's stack: 10 000 levels by default, fewer with a smaller --stack, and a
+    // size out of range is a usage error.
+    let depth = "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) }\nreturn d(10000)";
+    assert_eq!(run_stdin(&["run", "-"], depth).1, "result: 10000\n");
+    let (code, out, _) = run_stdin(&["run", "-", "--stack", "1MiB"], depth);
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            1,
+            "error: RangeError: Maximum call stack size exceeded (line 1, column 47)\n"
+        )
+    );
+    let (code, _, err) = run_stdin(&["run", "-", "--stack", "1k"], "1");
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("the engine's stack is from 64KiB to 1GiB"),
+        "{err}"
+    );
 }
 
 #[test]

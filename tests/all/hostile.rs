@@ -185,11 +185,20 @@ fn log_failures(v: &Value, pins: &Pins) -> Vec<String> {
 fn every_hostile_program_ends_as_expected_within_the_deadline() {
     // Timed against the deadline: no CPU-heavy test runs meanwhile.
     let _heavy = crate::support::heavy();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    // On a thread with the stack the default limits ask for, as `codemode run` and `codemode
+    // mcp` give their programs (a test thread's 2 MiB would cap the engine's stack).
+    std::thread::Builder::new()
+        .stack_size(Limits::default().thread_stack())
+        .spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(hostile_programs());
+        })
         .unwrap()
-        .block_on(hostile_programs());
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
 }
 
 async fn hostile_programs() {

@@ -581,3 +581,35 @@ async fn timers_work_and_are_bounded_by_the_deadline() {
     assert_eq!(e["name"], "TimeoutError");
     assert!(started.elapsed() < Duration::from_millis(400));
 }
+
+/// Issue 16, item 4: the engine's stack limit never exceeds what the thread running it has
+/// left, so deep recursion on a small thread is a catchable `RangeError`, never a crash of
+/// the host (a thread too small for any engine is refused: unit-tested in `sandbox::stack`,
+/// as no thread that small can be made here).
+#[test]
+fn the_engine_stack_fits_the_thread_it_runs_on() {
+    let run_on = |stack: usize, code: &'static str| {
+        std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(async { Harness::new(fast_limits()).run(code).await })
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    };
+    let deep = "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) }\ntry { d(1e7) } catch (e) { return [e.name, d(500)] }";
+    // 8 MiB asked for, 1.5 MiB of thread: the limit shrinks to fit.
+    let v = run_on(3 << 19, deep);
+    assert_eq!(v["result"], json!(["RangeError", 500]), "{v:#}");
+    // The full default on a thread of `Limits::thread_stack`.
+    let v = run_on(
+        Limits::default().thread_stack(),
+        "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) }\nreturn d(10000)",
+    );
+    assert_eq!(v["result"], 10000, "{v:#}");
+}

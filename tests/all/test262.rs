@@ -28,8 +28,9 @@ use serde_json::json;
 
 /// Per test, in both engines: generous for a debug build.
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// The sandbox's default memory and stack limits, also given to the plain engine: the
-/// limits are by design, the gate is about what the sandbox changes beyond them.
+/// The sandbox's default memory limit and a stack limit that fits a test thread, given to
+/// both engines: the limits are by design, the gate is about what the sandbox changes
+/// beyond them.
 const MEMORY: usize = 64 << 20;
 const STACK: usize = 512 << 10;
 
@@ -290,7 +291,7 @@ fn the_sandbox_passes_every_test262_test_the_plain_engine_passes() {
                     .expect("a runtime");
                 let registry = Registry::new();
                 let config = RunCodeConfig::default()
-                    .limits(Limits::default().timeout(TIMEOUT))
+                    .limits(Limits::default().timeout(TIMEOUT).stack(STACK))
                     .spill(None);
                 let _handle = registry.register(run_code_tool(config)).expect("run_code");
                 loop {

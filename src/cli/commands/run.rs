@@ -46,6 +46,11 @@ pub(crate) fn read_program(program: &str) -> Result<String, SetupError> {
 }
 
 impl RunCommand {
+    /// Bytes of stack for the thread the program runs on.
+    pub(crate) fn thread_stack(&self) -> usize {
+        self.limits.thread_stack()
+    }
+
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let code = read_program(&self.program)?;
         let tools = self.tools.load(false).await?;

@@ -1,0 +1,140 @@
+//! The engine's stack limit, kept inside the stack the thread really has.
+//!
+//! QuickJS stops a program whose stack passes the limit with a catchable `RangeError`
+//! ("Maximum call stack size exceeded"), measured from where the host entered the engine.
+//! A limit larger than what the thread has left would let a deep recursion run off the end
+//! of the host's stack and crash the process, so the limit a run gets is the smaller of
+//! [`Limits::stack`](super::Limits::stack) and the thread's remaining stack less
+//! [`HOST_MARGIN`].
+#![expect(
+    unsafe_code,
+    reason = "pthread_getattr_np is how a thread learns where its stack ends"
+)]
+
+use std::cell::Cell;
+
+/// Stack left for the host's own frames below the engine's limit: the frames between where
+/// the bound is measured and where the engine is entered, and native work the engine does
+/// past its last check (conversions, regular expressions, the allocator).
+pub(crate) const HOST_MARGIN: usize = 512 << 10;
+
+/// The smallest limit an engine runs with: below it, the thread is refused.
+pub(crate) const MIN_ENGINE_STACK: usize = 64 << 10;
+
+/// Where the stack is unknown (not Linux), the limit is at most this much: a thread's
+/// stack is at least 512 KiB on the platforms Rust supports.
+const UNKNOWN_STACK_LIMIT: usize = 256 << 10;
+
+thread_local! {
+    /// The lowest address of this thread's stack, found once per thread (0: unknown).
+    static STACK_LOW: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The engine stack limit for a run asking for `wanted` bytes on this thread.
+///
+/// # Errors
+/// The bytes the thread has left when they are fewer than [`MIN_ENGINE_STACK`] beyond
+/// [`HOST_MARGIN`].
+pub(crate) fn engine_stack(wanted: usize) -> Result<usize, usize> {
+    limit_within(wanted, remaining())
+}
+
+/// The limit for `wanted` bytes on a thread with `left` bytes of stack left (`None`:
+/// unknown).
+fn limit_within(wanted: usize, left: Option<usize>) -> Result<usize, usize> {
+    let Some(left) = left else {
+        return Ok(wanted.min(UNKNOWN_STACK_LIMIT));
+    };
+    let room = left.saturating_sub(HOST_MARGIN);
+    if room < MIN_ENGINE_STACK.min(wanted) {
+        return Err(left);
+    }
+    Ok(wanted.min(room))
+}
+
+/// Bytes of stack between the caller's frame and the end of this thread's stack; `None`
+/// where the bounds cannot be read.
+pub(crate) fn remaining() -> Option<usize> {
+    let low = stack_low()?;
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    here.checked_sub(low)
+}
+
+fn stack_low() -> Option<usize> {
+    STACK_LOW.with(|cached| {
+        if let Some(low) = cached.get() {
+            return (low != 0).then_some(low);
+        }
+        let low = read_stack_low().unwrap_or(0);
+        cached.set(Some(low));
+        (low != 0).then_some(low)
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn read_stack_low() -> Option<usize> {
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: `pthread_getattr_np` initialises `attr` for the calling thread when it
+    // returns 0; only then is it read, and it is destroyed exactly once after.
+    unsafe {
+        if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let read = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
+        libc::pthread_attr_destroy(attr.as_mut_ptr());
+        (read == 0 && !addr.is_null()).then_some(addr as usize)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_stack_low() -> Option<usize> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_limit_fits_the_thread_s_stack() {
+        let on = |stack: usize, wanted: usize| {
+            std::thread::Builder::new()
+                .stack_size(stack)
+                .spawn(move || (remaining(), engine_stack(wanted)))
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        let (left, limit) = on(4 << 20, 64 << 20);
+        let left = left.expect("Linux threads know their stack");
+        assert!(left <= 4 << 20 && left > (4 << 20) - (64 << 10), "{left}");
+        // Measured a few frames apart.
+        let limit = limit.unwrap();
+        assert!(limit.abs_diff(left - HOST_MARGIN) < 1024, "{limit} {left}");
+        // A small request is kept as asked.
+        assert_eq!(on(4 << 20, 256 << 10).1, Ok(256 << 10));
+    }
+
+    #[test]
+    fn a_thread_too_small_is_refused_and_an_unknown_one_gets_little() {
+        assert_eq!(
+            limit_within(8 << 20, Some(3 << 20)),
+            Ok((3 << 20) - HOST_MARGIN)
+        );
+        assert_eq!(
+            limit_within(8 << 20, Some(HOST_MARGIN + (32 << 10))),
+            Err(HOST_MARGIN + (32 << 10))
+        );
+        assert_eq!(limit_within(8 << 20, Some(100)), Err(100));
+        // A request below the least limit is granted when it fits.
+        assert_eq!(
+            limit_within(16 << 10, Some(HOST_MARGIN + (32 << 10))),
+            Ok(16 << 10)
+        );
+        assert_eq!(limit_within(8 << 20, None), Ok(UNKNOWN_STACK_LIMIT));
+    }
+}
