@@ -2,10 +2,16 @@
 //!
 //! A requested path is relative to the root; an absolute path is accepted only inside it.
 //! Paths are first normalised lexically (so `..` cannot climb out before the filesystem is
-//! touched), then resolved with symlinks followed and checked again, so a symlink that
-//! points outside the root is refused the same way.
+//! touched). A file is then opened by the kernel relative to the root's open folder with
+//! `openat2(2)` and `RESOLVE_BENEATH`, which refuses any step of the resolution, a symlink's
+//! included, that leaves the root: one system call, no path resolved by hand. Where
+//! `openat2` is not available (not Linux, a kernel before 5.6, a seccomp filter that refuses
+//! it), and for the tools that walk folders, the path is resolved with symlinks followed
+//! and checked again, so a symlink that points outside the root is refused the same way.
 
+use std::fs::File;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::dispatch::ToolError;
 
@@ -13,6 +19,8 @@ use crate::dispatch::ToolError;
 #[derive(Clone, Debug)]
 pub(crate) struct Root {
     path: PathBuf,
+    /// The root, open (`O_PATH`), for `openat2`; `None` where that is not available.
+    dir: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Root {
@@ -25,7 +33,52 @@ impl Root {
                 "not a folder (the root is the folder the file tools may touch)",
             ));
         }
-        Ok(Root { path })
+        let dir = open_root(&path).map(Arc::new);
+        Ok(Root { path, dir })
+    }
+
+    /// Opens `requested` for reading, inside the root: the file and its lexical absolute
+    /// path. The open does not block on a FIFO (`O_NONBLOCK`; it reads as usual once
+    /// open) and does not make a terminal the controlling one.
+    ///
+    /// # Errors
+    /// Outside the root (through `..`, an absolute path or a symlink), or not found, or
+    /// another error of the open.
+    pub(crate) fn open(&self, requested: &str) -> Result<(File, PathBuf), ToolError> {
+        let lexical = self.lexical(requested)?;
+        #[cfg(target_os = "linux")]
+        if let Some(dir) = &self.dir {
+            use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+            let relative = lexical.strip_prefix(&self.path).unwrap_or(Path::new(""));
+            let relative = if relative.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                relative
+            };
+            match openat2(
+                dir.as_ref(),
+                relative,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            ) {
+                Ok(fd) => return Ok((File::from(fd), lexical)),
+                Err(rustix::io::Errno::XDEV) => return Err(outside(requested)),
+                // Not available here: resolved by hand below.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
+                Err(e) => return Err(open_error(requested, e.into())),
+            }
+        }
+        let real = self.resolve(requested)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NONBLOCK | libc::O_NOCTTY,
+        );
+        let file = options.open(&real).map_err(|e| open_error(requested, e))?;
+        Ok((file, lexical))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -63,12 +116,9 @@ impl Root {
     /// Outside the root (through `..`, an absolute path or a symlink), or not found.
     pub(crate) fn resolve(&self, requested: &str) -> Result<PathBuf, ToolError> {
         let lexical = self.lexical(requested)?;
-        let real = lexical.canonicalize().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                ToolError::new(format!("{requested}: no such file or directory"))
-            }
-            _ => ToolError::new(format!("{requested}: {e}")),
-        })?;
+        let real = lexical
+            .canonicalize()
+            .map_err(|e| open_error(requested, e))?;
         if !real.starts_with(&self.path) {
             return Err(outside(requested));
         }
@@ -96,6 +146,35 @@ impl Root {
     }
 }
 
+/// The root folder opened for `openat2` (`None` where it cannot be).
+fn open_root(path: &Path) -> Option<std::os::fd::OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{Mode, OFlags};
+        rustix::fs::open(
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The error of opening or resolving `requested`.
+fn open_error(requested: &str, e: std::io::Error) -> ToolError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            ToolError::new(format!("{requested}: no such file or directory"))
+        }
+        _ => ToolError::new(format!("{requested}: {e}")),
+    }
+}
+
 fn outside(requested: &str) -> ToolError {
     ToolError::new(format!(
         "{requested}: the path is outside the root folder; use a path relative to the root"
@@ -113,5 +192,52 @@ mod tests {
         assert!(root.lexical("a/../../etc/passwd").is_err());
         assert!(root.lexical("/etc/passwd").is_err());
         assert!(root.lexical("a/../b").is_ok());
+    }
+
+    /// The kernel's scoping and the resolution by hand (where `openat2` is missing) agree.
+    #[cfg(unix)]
+    #[test]
+    fn both_ways_of_opening_refuse_and_allow_the_same_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir(p.join("src")).unwrap();
+        std::fs::write(p.join("notes.txt"), "n").unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "s").unwrap();
+        let link =
+            |target: &Path, name: &str| std::os::unix::fs::symlink(target, p.join(name)).unwrap();
+        link(&outside.path().join("secret.txt"), "abs_out");
+        link(outside.path(), "dir_out");
+        link(Path::new("../.."), "src/esc");
+        link(Path::new("notes.txt"), "in");
+        link(Path::new("../notes.txt"), "src/up_in");
+        let kernel = Root::new(p).unwrap();
+        assert!(kernel.dir.is_some() || !cfg!(target_os = "linux"));
+        let by_hand = Root {
+            dir: None,
+            ..kernel.clone()
+        };
+        let escape = format!(
+            "src/esc/{}/secret.txt",
+            outside.path().file_name().unwrap().to_str().unwrap()
+        );
+        for root in [&kernel, &by_hand] {
+            for bad in ["abs_out", "dir_out/secret.txt", escape.as_str(), "../x"] {
+                let e = root.open(bad).unwrap_err();
+                assert!(
+                    e.message().ends_with(
+                        "the path is outside the root folder; use a path relative to the root"
+                    ),
+                    "{bad}: {}",
+                    e.message()
+                );
+            }
+            for good in ["in", "src/up_in", "notes.txt", "./src/../notes.txt"] {
+                let (_, lexical) = root.open(good).unwrap();
+                assert!(lexical.starts_with(root.path()), "{good}");
+            }
+            let e = root.open("missing.txt").unwrap_err();
+            assert_eq!(e.message(), "missing.txt: no such file or directory");
+        }
     }
 }

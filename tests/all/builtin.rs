@@ -120,13 +120,29 @@ async fn paths_outside_the_root_are_refused() {
         dir.path().join("link.txt"),
     )
     .unwrap();
+    // A folder symlink out of the root, a relative symlink that climbs out of it, and a
+    // chain of symlinks whose last step leaves.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink("..", dir.path().join("src/up")).unwrap();
+        std::os::unix::fs::symlink("../..", dir.path().join("src/esc")).unwrap();
+        std::os::unix::fs::symlink("../link.txt", dir.path().join("src/chain")).unwrap();
+    }
     let h = Harness::with_files(dir.path());
     let secret = outside.path().join("secret.txt");
+    let climbing = format!(
+        "src/esc/{}/secret.txt",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
     for path in [
         "../secret.txt",
         "src/../../x",
         secret.to_str().unwrap(),
         "link.txt",
+        "out/secret.txt",
+        "src/chain",
+        climbing.as_str(),
     ] {
         let e = h
             .err(&format!("await tools.read_file({{path: {}}})", json!(path)))
@@ -137,6 +153,38 @@ async fn paths_outside_the_root_are_refused() {
                 "read_file: {path}: the path is outside the root folder; use a path relative to the root"
             ),
             "for {path}"
+        );
+    }
+    // Symlinks that stay inside are followed; the path shown is the one asked for.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("notes.txt", dir.path().join("inner.txt")).unwrap();
+        std::os::unix::fs::symlink("../notes.txt", dir.path().join("src/notes")).unwrap();
+    }
+    for path in ["inner.txt", "src/notes", "src/up/notes.txt"] {
+        let r = h
+            .ok(&format!("await tools.read_file({{path: {}}})", json!(path)))
+            .await;
+        assert_eq!(
+            (r["path"].as_str(), r["total_lines"].as_u64()),
+            (Some(path), Some(4))
+        );
+    }
+    // A folder, a FIFO (refused at once: opening it does not wait for a writer).
+    let e = h.err("await tools.read_file({path: 'src'})").await;
+    assert_eq!(e["message"], "read_file: src is a directory; use list_dir");
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = h.err("await tools.read_file({path: 'pipe'})").await;
+        assert_eq!(
+            e["message"],
+            "read_file: pipe is not a regular file (a FIFO, socket or device); read_file reads files"
         );
     }
     // a symlink out of the root is not followed by glob or grep either
