@@ -99,13 +99,16 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
                 let (file, lexical, size) = open(&root, &path)?;
                 let relative = root.relative(&lexical);
                 if size <= INLINE_READ_BYTES {
-                    // As big as it was when opened: a file growing meanwhile cannot keep
-                    // the calling thread.
-                    let file = file.take(size);
-                    return read(file, &path, relative, offset, limit, exec.signal());
+                    // In one read, as big as it was when opened: a file growing meanwhile
+                    // cannot keep the calling thread.
+                    let mut bytes = Vec::with_capacity(size as usize);
+                    file.take(size)
+                        .read_to_end(&mut bytes)
+                        .map_err(|e| ToolError::new(format!("{path}: {e}")))?;
+                    return read(&bytes[..], &path, relative, offset, limit, exec.signal());
                 }
                 blocking(exec.signal(), move |token| {
-                    read(file, &path, relative, offset, limit, &token)
+                    read(BufReader::new(file), &path, relative, offset, limit, &token)
                 })
                 .await
             }
@@ -146,7 +149,7 @@ fn open(root: &Root, requested: &str) -> Result<(File, PathBuf, u64), ToolError>
 /// Reads the lines `offset..offset + limit` of `file` (opened for `requested`, shown as
 /// `relative`).
 fn read(
-    file: impl Read,
+    mut reader: impl BufRead,
     requested: &str,
     relative: String,
     offset: u64,
@@ -154,7 +157,6 @@ fn read(
     token: &tokio_util::sync::CancellationToken,
 ) -> Result<serde_json::Value, ToolError> {
     let io_error = |e: std::io::Error| ToolError::new(format!("{requested}: {e}"));
-    let mut reader = BufReader::new(file);
     let mut content = String::new();
     let mut line = Vec::new();
     let mut number = 0u64;

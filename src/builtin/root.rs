@@ -134,15 +134,17 @@ impl Root {
     /// `path` relative to the root, with `/` separators (`.` for the root itself).
     pub(crate) fn relative(&self, path: &Path) -> String {
         let rel = path.strip_prefix(&self.path).unwrap_or(path);
-        let s: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        if s.is_empty() {
-            ".".to_owned()
-        } else {
-            s.join("/")
+        let mut out = String::with_capacity(rel.as_os_str().len());
+        for c in rel.components() {
+            if !out.is_empty() {
+                out.push('/');
+            }
+            out.push_str(&c.as_os_str().to_string_lossy());
         }
+        if out.is_empty() {
+            out.push('.');
+        }
+        out
     }
 }
 
