@@ -2,113 +2,60 @@
 //! order. Each file is the body of `function (host, internals) { … }`; together they make
 //! one ES module, `codemode:prelude/prelude.js`, whose default export runs them in order.
 //!
-//! The modules are compiled to QuickJS bytecode once per process (the first run pays
-//! for parsing) and every run loads the bytecode, which is what keeps a cold `run_code`
-//! close to the cost of a bare engine.
+//! The modules are compiled to QuickJS bytecode at build time (`src/build.rs`, with the
+//! same engine version), or once per process where the build could not (the first run
+//! then pays for parsing); every run loads the bytecode, which is what keeps a cold
+//! `run_code`, and a whole `codemode run`, close to the cost of a bare engine.
 
 use std::sync::OnceLock;
 
-use rquickjs::module::WriteOptions;
-use rquickjs::{Context, Ctx, Function, Module, Object, Runtime};
+use rquickjs::{Ctx, Function, Module, Object};
 
-/// The prelude files, in load order: (name, source).
-pub(crate) const PRELUDE: &[(&str, &str)] = &[
-    (
-        "00_primordials.js",
-        include_str!("../../js-prelude/00_primordials.js"),
-    ),
-    ("10_host.js", include_str!("../../js-prelude/10_host.js")),
-    ("20_tools.js", include_str!("../../js-prelude/20_tools.js")),
-    (
-        "30_console.js",
-        include_str!("../../js-prelude/30_console.js"),
-    ),
-    (
-        "35_guards.js",
-        include_str!("../../js-prelude/35_guards.js"),
-    ),
-    (
-        "40_timers.js",
-        include_str!("../../js-prelude/40_timers.js"),
-    ),
-    (
-        "90_lockdown.js",
-        include_str!("../../js-prelude/90_lockdown.js"),
-    ),
-];
+include!("prelude_source.rs");
 
-/// Loaded on first use (see [`load_inspect`]): (name, source), the body of
-/// `function (P) { … }`.
-pub(crate) const INSPECT: (&str, &str) = (
-    "31_inspect.js",
-    include_str!("../../js-prelude/31_inspect.js"),
-);
+/// Bytecode the build script compiled from the same sources with the same engine version
+/// (empty when it could not: a cross build, or a failure it reported as a warning).
+static BUILT_PRELUDE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.bc"));
+static BUILT_INSPECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/inspect.bc"));
 
-fn module_name(file: &str) -> String {
-    format!("codemode:prelude/{file}")
-}
-
-/// The compiled prelude: one module that runs every file of [`PRELUDE`] in order (one
-/// module loads faster than seven), then the inspect module.
+/// The prelude's bytecode: the prelude module and the inspect module.
 struct Compiled {
-    prelude: Vec<u8>,
-    inspect: Vec<u8>,
+    prelude: &'static [u8],
+    inspect: &'static [u8],
 }
 
-/// The source of the one module: each file in its own function, in order.
-fn prelude_module() -> String {
-    let mut out = String::from("export default function (host, internals) {\n");
-    for (file, source) in PRELUDE {
-        out.push_str("// ");
-        out.push_str(file);
-        out.push_str("\n(function () {");
-        out.push_str(source);
-        out.push_str("\n})();\n");
-    }
-    out.push_str("}\n");
-    out
-}
-
-/// The bytecode of every prelude module, compiled on first use.
+/// The bytecode of every prelude module: the build script's, or compiled on first use.
 fn bytecode() -> Result<&'static Compiled, String> {
     static BYTECODE: OnceLock<Result<Compiled, String>> = OnceLock::new();
     BYTECODE
         .get_or_init(|| {
-            let rt = Runtime::new().map_err(|e| e.to_string())?;
-            let ctx = Context::full(&rt).map_err(|e| e.to_string())?;
-            ctx.with(|ctx| {
-                let compile = |file: &str, source: String| {
-                    let module = Module::declare(ctx.clone(), module_name(file), source)
-                        .map_err(|e| format!("{file}: {e}"))?;
-                    module
-                        .write(WriteOptions {
-                            strip_source: true,
-                            strip_debug: true,
-                            ..WriteOptions::default()
-                        })
-                        .map_err(|e| format!("{file}: {e}"))
-                };
-                let prelude = compile("prelude.js", prelude_module())?;
-                let inspect = compile(
-                    INSPECT.0,
-                    format!("export default function (P) {{{}\n}}", INSPECT.1),
-                )?;
-                Ok(Compiled { prelude, inspect })
+            if !BUILT_PRELUDE.is_empty() && !BUILT_INSPECT.is_empty() {
+                return Ok(Compiled {
+                    prelude: BUILT_PRELUDE,
+                    inspect: BUILT_INSPECT,
+                });
+            }
+            let (prelude, inspect) = compile_prelude()?;
+            Ok(Compiled {
+                prelude: prelude.leak(),
+                inspect: inspect.leak(),
             })
         })
         .as_ref()
         .map_err(Clone::clone)
 }
 
-/// Loads one module from bytecode this process compiled and returns its default export.
+/// Loads one module from the prelude's bytecode and returns its default export.
 fn run_module<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
     #[expect(
         unsafe_code,
-        reason = "rquickjs marks loading bytecode unsafe; these bytes were written by Module::write in this process, by this engine build, from the prelude sources"
+        reason = "rquickjs marks loading bytecode unsafe; these bytes were written by Module::write from the prelude sources, by this engine version"
     )]
-    // SAFETY: `bytes` is bytecode this process produced with `Module::write` (in
-    // `bytecode`) from the same engine build, and it lives in a `static` for the life of
-    // the process, as the ROM-data loading mode requires.
+    // SAFETY: `bytes` is bytecode `Module::write` produced from the prelude sources (in
+    // `compile_prelude`), by this process or by the build script with the same engine
+    // version (Cargo.lock pins rquickjs for both; a test checks that both write the same
+    // bytes), and it lives for the life of the process, as the ROM-data loading mode
+    // requires.
     let module = unsafe { Module::load(ctx.clone(), bytes)? };
     let (module, evaluated) = module.eval()?;
     evaluated.finish::<()>()?;
@@ -123,7 +70,7 @@ pub(crate) fn load_inspect<'js>(
 ) -> rquickjs::Result<Object<'js>> {
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    run_module(ctx, &compiled.inspect)?.call((primordials,))
+    run_module(ctx, compiled.inspect)?.call((primordials,))
 }
 
 /// Runs every prelude module with the host object; returns the internals object the
@@ -132,7 +79,7 @@ pub(crate) fn load<'js>(ctx: &Ctx<'js>, host: Object<'js>) -> rquickjs::Result<O
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
     let internals = Object::new(ctx.clone())?;
-    run_module(ctx, &compiled.prelude)?.call::<_, ()>((host, internals.clone()))?;
+    run_module(ctx, compiled.prelude)?.call::<_, ()>((host, internals.clone()))?;
     Ok(internals)
 }
 
@@ -160,5 +107,18 @@ mod tests {
         let compiled = super::bytecode().unwrap();
         assert!(!compiled.prelude.is_empty());
         assert!(!compiled.inspect.is_empty());
+    }
+
+    /// The build script's bytecode is what this engine writes from the same sources: the
+    /// loader may trust it as its own.
+    #[test]
+    fn the_built_bytecode_is_what_this_engine_compiles() {
+        let (prelude, inspect) = super::compile_prelude().unwrap();
+        assert!(
+            !super::BUILT_PRELUDE.is_empty(),
+            "the build script compiled the prelude"
+        );
+        assert!(super::BUILT_PRELUDE == prelude.as_slice());
+        assert!(super::BUILT_INSPECT == inspect.as_slice());
     }
 }

@@ -1,0 +1,81 @@
+// The prelude's sources and how they compile to QuickJS bytecode: shared, through
+// `include!`, by the crate (`sandbox/prelude.rs`) and its build script (`src/build.rs`),
+// which compiles them once at build time. Plain items only: no attributes, no `use` of the
+// crate.
+
+/// The prelude files, in load order: (name, source).
+pub(crate) const PRELUDE: &[(&str, &str)] = &[
+    (
+        "00_primordials.js",
+        include_str!("../../js-prelude/00_primordials.js"),
+    ),
+    ("10_host.js", include_str!("../../js-prelude/10_host.js")),
+    ("20_tools.js", include_str!("../../js-prelude/20_tools.js")),
+    (
+        "30_console.js",
+        include_str!("../../js-prelude/30_console.js"),
+    ),
+    (
+        "35_guards.js",
+        include_str!("../../js-prelude/35_guards.js"),
+    ),
+    (
+        "40_timers.js",
+        include_str!("../../js-prelude/40_timers.js"),
+    ),
+    (
+        "90_lockdown.js",
+        include_str!("../../js-prelude/90_lockdown.js"),
+    ),
+];
+
+/// Loaded on first use (see `load_inspect`): (name, source), the body of
+/// `function (P) { … }`.
+pub(crate) const INSPECT: (&str, &str) = (
+    "31_inspect.js",
+    include_str!("../../js-prelude/31_inspect.js"),
+);
+
+fn module_name(file: &str) -> String {
+    format!("codemode:prelude/{file}")
+}
+
+/// The source of the one prelude module: each file in its own function, in order.
+fn prelude_module() -> String {
+    let mut out = String::from("export default function (host, internals) {\n");
+    for (file, source) in PRELUDE {
+        out.push_str("// ");
+        out.push_str(file);
+        out.push_str("\n(function () {");
+        out.push_str(source);
+        out.push_str("\n})();\n");
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// The bytecode of the prelude module and of the inspect module, compiled by a fresh
+/// engine (sources and debug information stripped).
+fn compile_prelude() -> Result<(Vec<u8>, Vec<u8>), String> {
+    let rt = rquickjs::Runtime::new().map_err(|e| e.to_string())?;
+    let ctx = rquickjs::Context::full(&rt).map_err(|e| e.to_string())?;
+    ctx.with(|ctx| {
+        let compile = |file: &str, source: String| {
+            let module = rquickjs::Module::declare(ctx.clone(), module_name(file), source)
+                .map_err(|e| format!("{file}: {e}"))?;
+            module
+                .write(rquickjs::module::WriteOptions {
+                    strip_source: true,
+                    strip_debug: true,
+                    ..rquickjs::module::WriteOptions::default()
+                })
+                .map_err(|e| format!("{file}: {e}"))
+        };
+        let prelude = compile("prelude.js", prelude_module())?;
+        let inspect = compile(
+            INSPECT.0,
+            format!("export default function (P) {{{}\n}}", INSPECT.1),
+        )?;
+        Ok((prelude, inspect))
+    })
+}
