@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -96,8 +95,7 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
                 // Opening and `fstat` are quick on the calling thread; so is reading a
                 // small file, which a hand-off to the blocking pool would cost several
                 // times over.
-                let (file, lexical, size) = open(&root, &path)?;
-                let relative = root.relative(&lexical);
+                let (file, relative, size) = open(&root, &path)?;
                 if size <= INLINE_READ_BYTES {
                     // In one read, as big as it was when opened: a file growing meanwhile
                     // cannot keep the calling thread.
@@ -123,13 +121,13 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
 /// page cache.
 const INLINE_READ_BYTES: u64 = 64 << 10;
 
-/// Opens `requested` inside the root: the file, its lexical path and its size.
+/// Opens `requested` inside the root: the file, its path relative to the root and its size.
 ///
 /// # Errors
 /// As [`Root::open`]; a folder, or anything but a regular file (a FIFO or a device could
 /// block forever or never end).
-fn open(root: &Root, requested: &str) -> Result<(File, PathBuf, u64), ToolError> {
-    let (file, lexical) = root.open(requested)?;
+fn open(root: &Root, requested: &str) -> Result<(File, String, u64), ToolError> {
+    let (file, relative) = root.open(requested)?;
     let meta = file
         .metadata()
         .map_err(|e| ToolError::new(format!("{requested}: {e}")))?;
@@ -143,7 +141,7 @@ fn open(root: &Root, requested: &str) -> Result<(File, PathBuf, u64), ToolError>
             "{requested} is not a regular file (a FIFO, socket or device); read_file reads files"
         )));
     }
-    Ok((file, lexical, meta.len()))
+    Ok((file, relative, meta.len()))
 }
 
 /// Reads the lines `offset..offset + limit` of `file` (opened for `requested`, shown as

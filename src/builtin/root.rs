@@ -37,19 +37,37 @@ impl Root {
         Ok(Root { path, dir })
     }
 
-    /// Opens `requested` for reading, inside the root: the file and its lexical absolute
-    /// path. The open does not block on a FIFO (`O_NONBLOCK`; it reads as usual once
+    /// Opens `requested` for reading, inside the root: the file and its path relative to
+    /// the root as [`Root::relative`] writes it (lexical: a symlink is not replaced by its
+    /// target). The open does not block on a FIFO (`O_NONBLOCK`; it reads as usual once
     /// open) and does not make a terminal the controlling one.
     ///
     /// # Errors
     /// Outside the root (through `..`, an absolute path or a symlink), or not found, or
     /// another error of the open.
-    pub(crate) fn open(&self, requested: &str) -> Result<(File, PathBuf), ToolError> {
-        let lexical = self.lexical(requested)?;
+    pub(crate) fn open(&self, requested: &str) -> Result<(File, String), ToolError> {
+        // A plain relative path (names joined by single `/`s) is its own lexical form:
+        // most calls skip the normalisation.
+        let plain = !requested.is_empty()
+            && requested
+                .split('/')
+                .all(|name| !name.is_empty() && name != "." && name != "..");
+        let lexical = if plain {
+            None
+        } else {
+            Some(self.lexical(requested)?)
+        };
+        let shown = || match &lexical {
+            None => requested.to_owned(),
+            Some(path) => self.relative(path),
+        };
         #[cfg(target_os = "linux")]
         if let Some(dir) = &self.dir {
             use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
-            let relative = lexical.strip_prefix(&self.path).unwrap_or(Path::new(""));
+            let relative = match &lexical {
+                None => Path::new(requested),
+                Some(path) => path.strip_prefix(&self.path).unwrap_or(Path::new("")),
+            };
             let relative = if relative.as_os_str().is_empty() {
                 Path::new(".")
             } else {
@@ -62,7 +80,7 @@ impl Root {
                 Mode::empty(),
                 ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
             ) {
-                Ok(fd) => return Ok((File::from(fd), lexical)),
+                Ok(fd) => return Ok((File::from(fd), shown())),
                 Err(rustix::io::Errno::XDEV) => return Err(outside(requested)),
                 // Not available here: resolved by hand below.
                 Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
@@ -78,7 +96,7 @@ impl Root {
             libc::O_NONBLOCK | libc::O_NOCTTY,
         );
         let file = options.open(&real).map_err(|e| open_error(requested, e))?;
-        Ok((file, lexical))
+        Ok((file, shown()))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -234,10 +252,21 @@ mod tests {
                     e.message()
                 );
             }
-            for good in ["in", "src/up_in", "notes.txt", "./src/../notes.txt"] {
-                let (_, lexical) = root.open(good).unwrap();
-                assert!(lexical.starts_with(root.path()), "{good}");
+            for (good, shown) in [
+                ("in", "in"),
+                ("src/up_in", "src/up_in"),
+                ("notes.txt", "notes.txt"),
+                ("./src/../notes.txt", "notes.txt"),
+                ("src//up_in", "src/up_in"),
+            ] {
+                let (_, relative) = root.open(good).unwrap();
+                assert_eq!(relative, shown, "{good}");
             }
+            let absolute = root.path().join("notes.txt");
+            assert_eq!(
+                root.open(absolute.to_str().unwrap()).unwrap().1,
+                "notes.txt"
+            );
             let e = root.open("missing.txt").unwrap_err();
             assert_eq!(e.message(), "missing.txt: no such file or directory");
         }
