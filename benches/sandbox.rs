@@ -62,13 +62,7 @@ fn registry(server: tokio::sync::mpsc::UnboundedSender<Ask>) -> Registry {
         )
         .unwrap()
         .forget();
-    let limits = Limits::default()
-        .max_tool_calls(1_000_000)
-        .max_in_flight(20_000);
-    registry
-        .register(run_code_tool(RunCodeConfig::default().limits(limits)))
-        .unwrap()
-        .forget();
+    register_run_code(&registry);
     registry
         .register(
             Tool::builder("noop")
@@ -91,6 +85,17 @@ fn registry(server: tokio::sync::mpsc::UnboundedSender<Ask>) -> Registry {
         .unwrap()
         .forget();
     registry
+}
+
+/// Registers `run_code` with limits no bench reaches.
+fn register_run_code(registry: &Registry) {
+    let limits = Limits::default()
+        .max_tool_calls(1_000_000)
+        .max_in_flight(20_000);
+    registry
+        .register(run_code_tool(RunCodeConfig::default().limits(limits)))
+        .unwrap()
+        .forget();
 }
 
 /// Runs `program` (the body of an async function) in a raw rquickjs context where
@@ -214,13 +219,7 @@ fn file_tools(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tiny.txt"), "hello\n").unwrap();
     let registry = Registry::new();
-    let limits = Limits::default()
-        .max_tool_calls(1_000_000)
-        .max_in_flight(20_000);
-    registry
-        .register(run_code_tool(RunCodeConfig::default().limits(limits)))
-        .unwrap()
-        .forget();
+    register_run_code(&registry);
     for handle in codemode::FileTools::new(dir.path())
         .unwrap()
         .register(&registry)
