@@ -21,8 +21,9 @@ pub(crate) struct RunLimits {
     /// Tool calls one run may make; past it a call fails with a clear error.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_tool_calls: u32,
-    /// Stack of the engine, in bytes (suffixes as for --memory): deep recursion past it is a
-    /// catchable RangeError; 8MiB is about 12 000 levels of a simple recursive function.
+    /// Stack of the engine, in bytes (suffixes as for --memory), from 64KiB to 16MiB: deep
+    /// recursion past it is a catchable RangeError; 8MiB is about 12 000 levels of a simple
+    /// recursive function.
     #[arg(long, value_name = "SIZE", value_parser = parse_stack, default_value = "8MiB")]
     stack: usize,
     /// Characters of output (logs and result) shown before the rest is cut and spilled.
@@ -68,12 +69,12 @@ fn parse_memory(text: &str) -> Result<usize, String> {
     Ok(bytes)
 }
 
-/// Parses a stack limit: from 64KiB to 1GiB.
+/// Parses a stack limit: from 64KiB to 16MiB (the most QuickJS takes as a limit).
 fn parse_stack(text: &str) -> Result<usize, String> {
     let bytes = parse_size(text)?;
-    if !(64 << 10..=1 << 30).contains(&bytes) {
+    if !(64 << 10..=16 << 20).contains(&bytes) {
         return Err(format!(
-            "{text:?} is out of range: the engine's stack is from 64KiB to 1GiB"
+            "{text:?} is out of range: the engine's stack is from 64KiB to 16MiB"
         ));
     }
     Ok(bytes)

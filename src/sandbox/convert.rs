@@ -341,6 +341,11 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 self.max_depth
             )));
         }
+        if super::stack::too_low_to_convert() {
+            return Err(ConvertError::Invalid(format!(
+                "{path}: the value nests too deep for the stack left here (the program's own calls are deep)"
+            )));
+        }
         let is_array = matches!(ty, Type::Array);
         let proto = obj.get_prototype();
         let plain = match &proto {
@@ -641,6 +646,14 @@ impl<'a, 'js> ToJs<'a, 'js> {
             serde_json::Value::Number(n) => number_to_js(ctx, self.prim, n)?,
             serde_json::Value::String(s) => {
                 rquickjs::String::from_str(ctx.clone(), s)?.into_value()
+            }
+            serde_json::Value::Array(_) | serde_json::Value::Object(_)
+                if super::stack::too_low_to_convert() =>
+            {
+                return Err(rquickjs::Exception::throw_range(
+                    ctx,
+                    "Maximum call stack size exceeded (converting a tool's result)",
+                ));
             }
             serde_json::Value::Array(items) => {
                 let array = Array::new(ctx.clone())?;

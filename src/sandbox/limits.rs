@@ -35,7 +35,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes of memory the engine may hold.
     pub memory: usize,
-    /// Bytes of engine stack. A run gets the smaller of this and what the thread running it
+    /// Bytes of engine stack, at most 16 MiB (the most QuickJS takes as a limit; a larger
+    /// value is taken as 16 MiB). A run gets the smaller of this and what the thread running it
     /// has left less 512 KiB for the host's own frames, so that no recursion can overflow
     /// the host's stack: run programs on a thread of [`Limits::thread_stack`] bytes to get
     /// all of it (a tokio worker thread has 2 MiB, about 2 000 levels).
@@ -97,14 +98,15 @@ impl Limits {
     }
 
     /// Bytes of stack a thread that runs programs under these limits should have, so that
-    /// the engine gets all of [`Limits::stack`]: the engine's stack, 512 KiB kept for the
-    /// host below it, and 1 MiB for the host's frames above it (the async runtime, the
-    /// dispatch of the call that runs the program). Only the pages a run touches are ever
-    /// resident.
+    /// the engine gets all of [`Limits::stack`]: the engine's stack (at most 16 MiB), 512 KiB
+    /// kept for the host below it, and 4 MiB for the host's frames above it (the async
+    /// runtime, the dispatch of the call that runs the program, the conversion of a deeply
+    /// nested result in a debug build). Only the pages a run touches are ever resident.
     pub fn thread_stack(&self) -> usize {
         self.stack
+            .min(super::stack::MAX_ENGINE_STACK)
             .saturating_add(super::stack::HOST_MARGIN)
-            .saturating_add(1 << 20)
+            .saturating_add(4 << 20)
     }
 
     /// Sets the largest program text in bytes.

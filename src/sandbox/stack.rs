@@ -18,6 +18,20 @@ use std::cell::Cell;
 /// past its last check (conversions, regular expressions, the allocator).
 pub(crate) const HOST_MARGIN: usize = 512 << 10;
 
+/// The largest limit an engine runs with: rquickjs hands QuickJS 0 ("no limit") for a
+/// larger one, which would let a recursion run off the end of the thread's stack.
+pub(crate) const MAX_ENGINE_STACK: usize = 16 << 20;
+
+/// Stack a conversion between JavaScript and JSON keeps in reserve: it stops with an
+/// error, not a crash, when a deeply nested value meets a stack this close to its end
+/// (it runs inside the program's own calls, below the engine's limit).
+pub(crate) const CONVERT_RESERVE: usize = 128 << 10;
+
+/// Whether the stack left on this thread is below [`CONVERT_RESERVE`].
+pub(crate) fn too_low_to_convert() -> bool {
+    remaining().is_some_and(|left| left < CONVERT_RESERVE)
+}
+
 /// The smallest limit an engine runs with: below it, the thread is refused.
 pub(crate) const MIN_ENGINE_STACK: usize = 64 << 10;
 
@@ -42,6 +56,7 @@ pub(crate) fn engine_stack(wanted: usize) -> Result<usize, usize> {
 /// The limit for `wanted` bytes on a thread with `left` bytes of stack left (`None`:
 /// unknown).
 fn limit_within(wanted: usize, left: Option<usize>) -> Result<usize, usize> {
+    let wanted = wanted.min(MAX_ENGINE_STACK);
     let Some(left) = left else {
         return Ok(wanted.min(UNKNOWN_STACK_LIMIT));
     };
@@ -136,5 +151,7 @@ mod tests {
             Ok(16 << 10)
         );
         assert_eq!(limit_within(8 << 20, None), Ok(UNKNOWN_STACK_LIMIT));
+        // Past what QuickJS takes as a limit: the largest it takes.
+        assert_eq!(limit_within(1 << 30, Some(2 << 30)), Ok(MAX_ENGINE_STACK));
     }
 }

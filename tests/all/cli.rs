@@ -141,12 +141,35 @@ fn timeout_and_memory_flags_set_the_limits() {
             "error: RangeError: Maximum call stack size exceeded (line 1, column 47)\n"
         )
     );
-    let (code, _, err) = run_stdin(&["run", "-", "--stack", "1k"], "1");
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("the engine's stack is from 64KiB to 1GiB"),
-        "{err}"
+    for out_of_range in ["1k", "17MiB", "1GiB"] {
+        let (code, _, err) = run_stdin(&["run", "-", "--stack", out_of_range], "1");
+        assert_eq!(code, 2, "{out_of_range}");
+        assert!(
+            err.contains("the engine's stack is from 64KiB to 16MiB"),
+            "{err}"
+        );
+    }
+    // The largest stack still ends a runaway recursion with a RangeError (QuickJS takes a
+    // larger limit as none).
+    let (code, out, _) = run_stdin(
+        &["run", "-", "--stack", "16MiB"],
+        "function g() { g() }\ng()",
     );
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            1,
+            "error: RangeError: Maximum call stack size exceeded (line 1, column 15)\n"
+        )
+    );
+    // The smallest stack and a deeply nested result: a clear error from the conversion,
+    // never a crash of the host.
+    let nested = "let a = {};\nfor (let i = 0; i < 126; i++) a = { a };\nreturn a";
+    for stack in ["64KiB", "128KiB"] {
+        let (code, out, err) = run_stdin(&["run", "-", "--stack", stack], nested);
+        assert_eq!(code, 1, "{stack}: {out} {err}");
+        assert!(out.starts_with("error: ResultError: "), "{stack}: {out}");
+    }
 }
 
 #[test]
