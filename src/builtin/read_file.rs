@@ -86,12 +86,8 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
             let root = root.clone();
             async move {
                 let path = args.str("path").unwrap_or_default().to_owned();
-                let offset = args
-                    .get("offset")
-                    .and_then(|v| v.as_u64())
-                    .unwrap_or(1)
-                    .max(1);
-                let limit = args.get("limit").and_then(|v| v.as_u64());
+                let offset = args.get("offset").and_then(count).unwrap_or(1).max(1);
+                let limit = args.get("limit").and_then(count);
                 // Opening and `fstat` are quick on the calling thread; so is reading a
                 // small file, which a hand-off to the blocking pool would cost several
                 // times over.
@@ -113,6 +109,20 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
         })
         .build()
         .unwrap_or_else(|e| unreachable!("read_file is well defined: {e}"))
+}
+
+/// A line count the schema accepted (an integer ≥ 1): one past `u64` (`2 ** 64`, `1e300`)
+/// is as good as `u64::MAX`, never taken as absent.
+fn count(value: &serde_json::Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        value.as_f64().filter(|f| *f >= 1.0).map(|f| {
+            if f >= u64::MAX as f64 {
+                u64::MAX
+            } else {
+                f as u64
+            }
+        })
+    })
 }
 
 /// Files up to this many bytes are read on the calling thread; larger ones on the

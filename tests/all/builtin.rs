@@ -29,6 +29,23 @@ async fn read_file_reads_whole_files_and_line_ranges() {
         r,
         json!({"path": "notes.txt", "content": "two\nthree\n", "start_line": 2, "end_line": 3, "total_lines": 4, "truncated": true})
     );
+    // Past u64: as far as u64 goes, never read as absent.
+    for huge in ["2 ** 64", "1e300", "10n ** 20n"] {
+        let r = h
+            .ok(&format!(
+                "await tools.read_file({{path: 'notes.txt', offset: {huge}, limit: {huge}}})"
+            ))
+            .await;
+        assert_eq!(
+            (
+                r["content"].as_str(),
+                r["start_line"].as_u64(),
+                r["total_lines"].as_u64()
+            ),
+            (Some(""), Some(u64::MAX), Some(4)),
+            "{huge}: {r}"
+        );
+    }
     let r = h
         .ok("(await tools.read_file({path: 'notes.txt'})).content")
         .await;
