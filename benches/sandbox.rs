@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode::run_code::{Limits, RunCodeConfig, run_code_tool};
+use codemode::run_code::{EnginePool, Limits, RunCodeConfig, run_code_tool};
 use codemode::{Registry, Tool};
 use criterion::{Criterion, criterion_group, criterion_main};
 use rquickjs::function::Async;
@@ -179,6 +179,33 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             let o = registry.call("run_code", json!({"code": "return 1"})).await;
             assert_eq!(o.value().unwrap()["result"], 1);
+        })
+    });
+    // Latency with a warm engine ready: the clock runs only while the run does (between
+    // runs, the bench waits for the pool's builder to have an engine ready again).
+    let warm = Registry::new();
+    let pool = EnginePool::new(2);
+    warm.register(run_code_tool(
+        RunCodeConfig::default().engine_pool(pool.clone()),
+    ))
+    .unwrap()
+    .forget();
+    group.bench_function("codemode run_code `return 1` on a warm engine", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (warm, pool) = (warm.clone(), pool.clone());
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    while pool.stats().idle == 0 {
+                        tokio::time::sleep(Duration::from_micros(100)).await;
+                    }
+                    let started = std::time::Instant::now();
+                    let o = warm.call("run_code", json!({"code": "return 1"})).await;
+                    total += started.elapsed();
+                    assert_eq!(o.value().unwrap()["result"], 1);
+                }
+                total
+            }
         })
     });
     group.bench_function("raw runtime + context + eval", |b| {

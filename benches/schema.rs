@@ -47,6 +47,31 @@ fn conversion(c: &mut Criterion) {
         b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::JsonText, n).0)
     });
     group.finish();
+
+    // Each half of the crossing beside what the engine itself costs for the same data.
+    let mut group = c.benchmark_group(format!(
+        "JS→Rust of {} KB (a tool's arguments)",
+        size / 1024
+    ));
+    group.throughput(Throughput::Bytes(size as u64));
+    group.sample_size(20);
+    group.bench_function("direct conversion", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::DirectToRust, n).0)
+    });
+    group.bench_function("the engine's JSON.stringify", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::EngineStringify, n).0)
+    });
+    group.finish();
+    let mut group = c.benchmark_group(format!("Rust→JS of {} KB (a tool's result)", size / 1024));
+    group.throughput(Throughput::Bytes(size as u64));
+    group.sample_size(20);
+    group.bench_function("direct conversion", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::DirectToJs, n).0)
+    });
+    group.bench_function("the engine's JSON.parse", |b| {
+        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::EngineParse, n).0)
+    });
+    group.finish();
 }
 
 criterion_group! {

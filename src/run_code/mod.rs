@@ -35,7 +35,8 @@ pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, ToolError, Visibility};
 use crate::sandbox::{self, LogSink, RunReport, RunRequest};
 pub use crate::sandbox::{
-    CallRecord, CallStatus, Limits, LogEntry, LogLevel, MIN_MEMORY, ProgramError, ProgramErrorKind,
+    CallRecord, CallStatus, EnginePool, Limits, LogEntry, LogLevel, MIN_MEMORY, PoolStats,
+    ProgramError, ProgramErrorKind,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
@@ -68,6 +69,9 @@ pub struct RunCodeConfig {
     /// Where the full output of a cut run is written; `None` writes nothing (the preview
     /// then says the full output was not saved).
     pub spill: Option<SpillConfig>,
+    /// Warm engines to run programs on (see [`EnginePool`]); `None` (the default) starts
+    /// an engine for every run. `codemode mcp` keeps a pool of 2.
+    pub engine_pool: Option<EnginePool>,
 }
 
 impl Default for RunCodeConfig {
@@ -78,6 +82,7 @@ impl Default for RunCodeConfig {
             calls_listed: 100,
             output_cap: 20_000,
             spill: Some(SpillConfig::default()),
+            engine_pool: None,
         }
     }
 }
@@ -86,6 +91,12 @@ impl RunCodeConfig {
     /// Sets the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Runs programs on warm engines from `pool` (see [`EnginePool`]).
+    pub fn engine_pool(mut self, pool: EnginePool) -> Self {
+        self.engine_pool = Some(pool);
         self
     }
 
@@ -280,7 +291,7 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                     agent: exec.agent().clone(),
                     signal: exec.signal().clone(),
                     log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
-                })
+                }, config.engine_pool.as_ref())
                 .await;
                 Ok(present(report, spill, &config))
             }

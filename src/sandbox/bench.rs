@@ -24,6 +24,12 @@ pub enum Crossing {
     JsonTextToRust,
     /// Only the Rust → JS half of `JsonText`.
     JsonTextToJs,
+    /// The engine's own `JSON.stringify` of the value, nothing else: the baseline of
+    /// `DirectToRust`.
+    EngineStringify,
+    /// The engine's own `JSON.parse` of the value's JSON text (made before the clock
+    /// starts), nothing else: the baseline of `DirectToJs`.
+    EngineParse,
 }
 
 /// Builds a value in a fresh engine with `setup` (a JS expression), then times
@@ -50,6 +56,7 @@ pub fn time_round_trips(setup: &str, crossing: Crossing, iterations: u64) -> (Du
         let Ok(Some(prepared)) = conv.convert_root(value.clone(), &PathSeg::Root("v")) else {
             panic!("conversion failed");
         };
+        let text = serde_json::to_string(&prepared).expect("serialize");
         let started = Instant::now();
         for _ in 0..iterations {
             let back = match crossing {
@@ -83,6 +90,12 @@ pub fn time_round_trips(setup: &str, crossing: Crossing, iterations: u64) -> (Du
                     std::hint::black_box(json);
                     Value::new_undefined(ctx.clone())
                 }
+                Crossing::EngineStringify => {
+                    let text: rquickjs::String = stringify.call((value.clone(),)).expect("stringify");
+                    std::hint::black_box(text);
+                    Value::new_undefined(ctx.clone())
+                }
+                Crossing::EngineParse => ctx.json_parse(text.as_str()).expect("JSON.parse"),
                 Crossing::JsonTextToJs => {
                     let text = serde_json::to_string(&prepared).expect("serialize");
                     ctx.json_parse(text).expect("JSON.parse")

@@ -19,12 +19,16 @@
 //!   └──────────────────────────────────────────────────┘
 //! ```
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
+use futures::channel::oneshot;
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Array, Ctx, Function, Promise, Value};
+use rquickjs::{Array, AsyncRuntime, Ctx, Function, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, BridgeSlot, ReleaseBridge, settle_value};
@@ -32,10 +36,11 @@ use super::calls::{CallId, Calls, Dispatch, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown};
 use super::engine::{self, Engine};
 use super::errors::{self, PROGRAM_FILE};
-use super::flags::RunFlags;
+use super::flags::{RunFlags, StopReason};
 use super::host::{Host, Internals};
 use super::inflight::{InFlight, Woken};
 use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
+use super::pool::EnginePool;
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::timers::{self, Timers};
@@ -69,8 +74,10 @@ pub(crate) struct RunReport {
     pub(crate) calls: Vec<CallRecord>,
 }
 
-/// Runs a program to its end. Never panics on anything the program does.
-pub(crate) async fn run(mut request: RunRequest) -> RunReport {
+/// Runs a program to its end, on a warm engine from `pool` when it has one for this run's
+/// tools and memory limit, else on one started here. Never panics on anything the program
+/// does.
+pub(crate) async fn run(mut request: RunRequest, pool: Option<&EnginePool>) -> RunReport {
     let started = Instant::now();
     let fail = |e: ProgramError| RunReport {
         result: Err(e),
@@ -88,68 +95,302 @@ pub(crate) async fn run(mut request: RunRequest) -> RunReport {
         Ok(p) => p,
         Err(e) => return fail(errors::from_source(e)),
     };
-    let deadline = started + request.limits.timeout;
-    let flags = Arc::new(RunFlags::new(deadline).cancelled_by(request.signal.clone()));
-    let _watch = watchdog::watch(&flags, deadline);
-    let engine = match Engine::start(&request.limits, &flags).await {
-        Ok(engine) => engine,
-        Err(e) => return fail(e),
+    let stack = match super::stack::engine_stack(request.limits.stack) {
+        Ok(stack) => stack,
+        Err(left) => {
+            return fail(ProgramError::limit(format!(
+                "the thread running the sandbox has {} KiB of stack left, too little for an engine: run it on a thread with a larger stack (see `Limits::stack`)",
+                left >> 10
+            )));
+        }
     };
-    let calls_signal = request.signal.child_token();
-    let woken = Arc::new(Woken::default());
-    let state: Shared = Arc::new(Mutex::new(HostState {
+    let key = EngineKey {
+        tools: std::mem::take(&mut request.tools),
+        memory: request.limits.memory,
+    };
+    let parked = match pool.and_then(|p| p.take(&key)) {
+        Some(parked) => parked,
+        None => match Parked::build(key, stack).await {
+            Ok(parked) => parked,
+            Err((e, reason)) => {
+                return fail(match reason {
+                    Some(reason) => errors::stopped(reason, &request.limits, 0),
+                    None => e,
+                });
+            }
+        },
+    };
+    let deadline = started + request.limits.timeout;
+    parked.adopt(request, program, deadline, stack).await
+}
+
+/// What makes two engines interchangeable before their programs run: the prelude binds the
+/// tool functions (name and alias, in order) and reads the memory limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct EngineKey {
+    pub(super) tools: Vec<(String, String)>,
+    pub(super) memory: usize,
+}
+
+/// How long an engine built ahead may take to load its prelude.
+const BUILD_BOUND: Duration = Duration::from_secs(10);
+
+/// An engine with its prelude loaded, waiting for its one program: the future that will run
+/// it has run up to the point where it waits for the program (see `pool.rs`).
+pub(super) struct Parked {
+    pub(super) key: EngineKey,
+    runtime: AsyncRuntime,
+    flags: Arc<RunFlags>,
+    state: Shared,
+    /// Hands the program over; `None` once handed (or when the run future ended early).
+    start: Option<oneshot::Sender<Start>>,
+    run: Pin<Box<dyn Future<Output = Ran> + Send>>,
+}
+
+/// What a parked engine's run needs when its program arrives.
+struct Start {
+    request: RunRequest,
+    program: Program,
+    woken: Arc<Woken>,
+    calls_signal: CancellationToken,
+}
+
+/// How a parked engine's future ended.
+enum Ran {
+    PreludeFailed(ProgramError),
+    /// Dropped before a program came (a pool let it go).
+    Abandoned,
+    Done(Result<Option<serde_json::Value>, ProgramError>),
+}
+
+impl Parked {
+    /// Starts an engine for `key` with `stack` bytes of engine stack and loads the prelude.
+    ///
+    /// # Errors
+    /// Why the engine or its prelude could not start, and the stop reason if a limit
+    /// stopped it.
+    pub(super) async fn build(
+        key: EngineKey,
+        stack: usize,
+    ) -> Result<Parked, (ProgramError, Option<StopReason>)> {
+        let flags = Arc::new(RunFlags::new(Instant::now() + BUILD_BOUND));
+        let engine = Engine::start(key.memory, stack, &flags)
+            .await
+            .map_err(|e| (e, flags.reason()))?;
+        let state = placeholder_state(&key);
+        let (start, waiting) = oneshot::channel();
+        let runtime = engine.runtime().clone();
+        let run = {
+            let (flags, state, key) = (flags.clone(), state.clone(), key.clone());
+            async move {
+                let ran = engine
+                    .context()
+                    .async_with(async move |ctx| park(&ctx, &flags, &state, &key, waiting).await)
+                    .await;
+                engine.reap();
+                ran
+            }
+        };
+        let mut run: Pin<Box<dyn Future<Output = Ran> + Send>> = Box::pin(run);
+        // The first poll loads the prelude and stops where the future waits for its program.
+        let waker = futures::task::noop_waker();
+        match run.as_mut().poll(&mut TaskContext::from_waker(&waker)) {
+            Poll::Pending => Ok(Parked {
+                key,
+                runtime,
+                flags,
+                state,
+                start: Some(start),
+                run,
+            }),
+            Poll::Ready(Ran::PreludeFailed(e)) => Err((e, flags.reason())),
+            Poll::Ready(_) => Err((
+                ProgramError::internal("the sandbox could not start"),
+                flags.reason(),
+            )),
+        }
+    }
+
+    /// Runs `program` on this engine: arms its flags with the run's deadline and signal,
+    /// sets the stack limit for this thread, installs the run's state, and drives the run.
+    async fn adopt(
+        mut self,
+        mut request: RunRequest,
+        program: Program,
+        deadline: Instant,
+        stack: usize,
+    ) -> RunReport {
+        self.flags.arm(deadline, request.signal.clone());
+        let _watch = watchdog::watch(&self.flags, deadline);
+        // Built on another thread, a warm engine's stack limit is measured here.
+        self.runtime.set_max_stack_size(stack).await;
+        request.tools = self.key.tools.clone();
+        let calls_signal = request.signal.child_token();
+        let woken = Arc::new(Woken::default());
+        *lock(&self.state) = HostState {
+            calls: Calls::new(
+                request
+                    .tools
+                    .iter()
+                    .map(|(n, _)| Arc::from(n.as_str()))
+                    .collect(),
+                request.limits.max_in_flight,
+                Dispatch {
+                    registry: request.registry.clone(),
+                    agent: request.agent.clone(),
+                    parent: request.parent,
+                    progress: request.progress.clone(),
+                    signal: calls_signal.clone(),
+                },
+            ),
+            logs: LogCapture::new(
+                request.limits.max_log_bytes,
+                request.limits.max_console_bytes,
+                request.log_sink.take(),
+            ),
+            timers: Timers::default(),
+            limits: request.limits.clone(),
+            woken: woken.clone(),
+        };
+        let limits = request.limits.clone();
+        let handed = self.start.take().map(|start| {
+            start.send(Start {
+                request,
+                program,
+                woken,
+                calls_signal,
+            })
+        });
+        let result = match handed {
+            Some(Ok(())) => match (&mut self.run).await {
+                Ran::Done(result) => result,
+                Ran::PreludeFailed(e) => Err(e),
+                Ran::Abandoned => Err(ProgramError::internal(
+                    "the sandbox stopped before the program ran",
+                )),
+            },
+            _ => Err(ProgramError::internal(
+                "the sandbox stopped before the program ran",
+            )),
+        };
+        let result = result.map_err(|e| match self.flags.reason() {
+            Some(reason) if e.kind == ProgramErrorKind::Internal => {
+                errors::stopped(reason, &limits, 0)
+            }
+            _ => e,
+        });
+        let mut st = lock(&self.state);
+        let logs = std::mem::take(&mut st.logs);
+        let calls = st.calls.records();
+        drop(st);
+        RunReport {
+            result,
+            logs: logs.finish(),
+            calls,
+        }
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        // Never adopted: let the future end where it waits (inside the engine's lock, which
+        // is where its JavaScript values must be freed), then the engine goes to the reaper.
+        if let Some(start) = self.start.take() {
+            drop(start);
+            let run = std::mem::replace(&mut self.run, Box::pin(async { Ran::Abandoned }));
+            let _ = futures::executor::block_on(run);
+        }
+    }
+}
+
+/// The state a parked engine's host functions hold until a run installs its own.
+fn placeholder_state(key: &EngineKey) -> Shared {
+    let limits = Limits::default();
+    Arc::new(Mutex::new(HostState {
         calls: Calls::new(
-            request
-                .tools
+            key.tools
                 .iter()
                 .map(|(n, _)| Arc::from(n.as_str()))
                 .collect(),
-            request.limits.max_in_flight,
+            limits.max_in_flight,
             Dispatch {
-                registry: request.registry.clone(),
-                agent: request.agent.clone(),
-                parent: request.parent,
-                progress: request.progress.clone(),
-                signal: calls_signal.clone(),
+                registry: Registry::new(),
+                agent: Agent::new(),
+                parent: None,
+                progress: None,
+                signal: CancellationToken::new(),
             },
         ),
-        logs: LogCapture::new(
-            request.limits.max_log_bytes,
-            request.limits.max_console_bytes,
-            request.log_sink.take(),
-        ),
+        logs: LogCapture::new(0, 0, None),
         timers: Timers::default(),
-        limits: request.limits.clone(),
-        woken: woken.clone(),
-    }));
+        limits,
+        woken: Arc::new(Woken::default()),
+    }))
+}
 
-    let result = engine
-        .context()
-        .async_with(async |ctx| {
-            let mut driver = Driver {
-                request: &request,
-                program: &program,
-                flags: &flags,
-                state: &state,
-                inflight: InFlight::new(woken),
-                calls_signal,
-            };
-            let result = driver.drive(&ctx).await;
-            driver.finish().await;
-            result
-        })
-        .await;
-    engine.reap();
+/// The body of a parked engine's future: loads the prelude, waits for the program, runs it.
+async fn park<'js>(
+    ctx: &Ctx<'js>,
+    flags: &Arc<RunFlags>,
+    state: &Shared,
+    key: &EngineKey,
+    waiting: oneshot::Receiver<Start>,
+) -> Ran {
+    let bridge = BridgeSlot::default();
+    let _release = ReleaseBridge(bridge.clone());
+    let js = match load_prelude(ctx, state, flags, bridge, key) {
+        Ok(js) => js,
+        Err(e) => return Ran::PreludeFailed(e),
+    };
+    let Ok(Start {
+        request,
+        program,
+        woken,
+        calls_signal,
+    }) = waiting.await
+    else {
+        return Ran::Abandoned;
+    };
+    let mut driver = Driver {
+        request: &request,
+        program: &program,
+        flags,
+        state,
+        inflight: InFlight::new(woken),
+        calls_signal,
+    };
+    let result = driver.drive(ctx, &js).await;
+    driver.finish().await;
+    Ran::Done(result)
+}
 
-    let mut st = lock(&state);
-    let logs = std::mem::take(&mut st.logs);
-    let calls = st.calls.records();
-    drop(st);
-    RunReport {
-        result,
-        logs: logs.finish(),
-        calls,
-    }
+/// Runs the prelude with a host object over `state` and fills the bridge.
+fn load_prelude<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    flags: &Arc<RunFlags>,
+    bridge: BridgeSlot<'js>,
+    key: &EngineKey,
+) -> Result<Js<'js>, ProgramError> {
+    let host = Host::new(ctx, state, flags, &bridge, &key.tools, key.memory)
+        .and_then(|host| host.into_object(ctx))
+        .map_err(engine_error)?;
+    let internals = prelude::load(ctx, host).map_err(|e| {
+        let detail = if matches!(e, rquickjs::Error::Exception) {
+            describe_thrown(&ctx.catch())
+        } else {
+            e.to_string()
+        };
+        ProgramError::internal(format!("the sandbox prelude failed: {detail}"))
+    })?;
+    let internals = Internals::read(&internals).map_err(engine_error)?;
+    let prims = Primordials::capture(&internals.primordials).map_err(engine_error)?;
+    *bridge.borrow_mut() = Some(Bridge::new(prims.clone(), &internals).map_err(engine_error)?);
+    Ok(Js {
+        internals,
+        prims,
+        bridge,
+    })
 }
 
 /// The loop's side of one run.
@@ -178,17 +419,18 @@ fn engine_error(e: rquickjs::Error) -> ProgramError {
 }
 
 impl Driver<'_> {
-    /// Loads the prelude, runs the program and its event loop; the program's result.
+    /// Runs the program and its event loop; the program's result.
     async fn drive<'js>(
         &mut self,
         ctx: &Ctx<'js>,
+        js: &Js<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
-        let bridge = BridgeSlot::default();
-        let _release = ReleaseBridge(bridge.clone());
-        let js = self.load_prelude(ctx, bridge)?;
+        if let Some(stopped) = self.stopped() {
+            return Err(stopped);
+        }
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
-        let (main, implicit) = self.evaluate(ctx, &js)?;
+        let (main, implicit) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             js.internals.run_default.call((main,))
         } else {
@@ -196,51 +438,14 @@ impl Driver<'_> {
         };
         let promise = match started {
             Ok(p) => p,
-            Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, &js)),
+            Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, js)),
             Err(e) => return Err(engine_error(e)),
         };
-        let result = self.event_loop(ctx, &js, &promise, &implicit).await;
+        let result = self.event_loop(ctx, js, &promise, &implicit).await;
         if self.stopped().is_none() {
             let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
         }
         result
-    }
-
-    /// Runs the prelude with this run's host object and fills the bridge.
-    fn load_prelude<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        bridge: BridgeSlot<'js>,
-    ) -> Result<Js<'js>, ProgramError> {
-        let host = Host::new(
-            ctx,
-            self.state,
-            self.flags,
-            &bridge,
-            &self.request.tools,
-            &self.request.limits,
-        )
-        .and_then(|host| host.into_object(ctx))
-        .map_err(engine_error)?;
-        let internals = prelude::load(ctx, host).map_err(|e| {
-            if let Some(stopped) = self.stopped() {
-                return stopped;
-            }
-            let detail = if matches!(e, rquickjs::Error::Exception) {
-                describe_thrown(&ctx.catch())
-            } else {
-                e.to_string()
-            };
-            ProgramError::internal(format!("the sandbox prelude failed: {detail}"))
-        })?;
-        let internals = Internals::read(&internals).map_err(engine_error)?;
-        let prims = Primordials::capture(&internals.primordials).map_err(engine_error)?;
-        *bridge.borrow_mut() = Some(Bridge::new(prims.clone(), &internals).map_err(engine_error)?);
-        Ok(Js {
-            internals,
-            prims,
-            bridge,
-        })
     }
 
     /// Evaluates the program text: its main function and the function that says whether its

@@ -13,8 +13,8 @@ use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Value};
 use super::alloc::LimitedAllocator;
 use super::flags::RunFlags;
 use super::limits::MIN_MEMORY;
+use super::reaper;
 use super::report::ProgramError;
-use super::{Limits, reaper};
 
 /// Heap growth, in bytes, between two runs of the cycle collector.
 ///
@@ -30,28 +30,24 @@ pub(super) struct Engine {
 }
 
 impl Engine {
-    /// A fresh engine for one run under `limits` (memory at least [`MIN_MEMORY`]), stopped
-    /// whenever `flags` says so.
+    /// A fresh engine for one run: at most `memory` bytes (at least [`MIN_MEMORY`]) and
+    /// `stack` bytes of engine stack (see [`super::stack::engine_stack`]), stopped whenever
+    /// `flags` says so.
     ///
     /// # Errors
     /// An `InternalError` when the engine cannot start.
     pub(super) async fn start(
-        limits: &Limits,
+        memory: usize,
+        stack: usize,
         flags: &Arc<RunFlags>,
     ) -> Result<Self, ProgramError> {
         let failed =
             |e: rquickjs::Error| ProgramError::internal(format!("the engine could not start: {e}"));
         let runtime = AsyncRuntime::new_with_alloc(LimitedAllocator::new(
-            limits.memory.max(MIN_MEMORY),
+            memory.max(MIN_MEMORY),
             flags.clone(),
         ))
         .map_err(failed)?;
-        let stack = super::stack::engine_stack(limits.stack).map_err(|left| {
-            ProgramError::limit(format!(
-                "the thread running the sandbox has {} KiB of stack left, too little for an engine: run it on a thread with a larger stack (see `Limits::stack`)",
-                left >> 10
-            ))
-        })?;
         runtime.set_max_stack_size(stack).await;
         runtime.set_gc_threshold(GC_THRESHOLD).await;
         let handler_flags = flags.clone();
@@ -63,6 +59,11 @@ impl Engine {
             .await;
         let context = AsyncContext::full(&runtime).await.map_err(failed)?;
         Ok(Engine { runtime, context })
+    }
+
+    /// The engine's runtime (a handle: clones share it).
+    pub(super) fn runtime(&self) -> &AsyncRuntime {
+        &self.runtime
     }
 
     /// The engine's context.

@@ -1,8 +1,9 @@
 //! Why a run must stop, shared by the interrupt handler, the allocator, the watchdog and the
 //! driver.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::Instant;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -19,32 +20,45 @@ pub(crate) enum StopReason {
     ConsoleLimit,
 }
 
+/// The flags of one engine. An engine built ahead of its run (a warm one, see `pool.rs`)
+/// starts with a deadline that bounds its set-up, and is armed with the run's deadline and
+/// signal when a run takes it.
 pub(crate) struct RunFlags {
-    deadline: Instant,
+    /// What `deadline` counts from.
+    base: Instant,
+    /// Nanoseconds from `base` to the deadline.
+    deadline: AtomicU64,
     stop: AtomicU8,
     /// The `run_code` call's signal, read by the interrupt handler: a program in a CPU
     /// loop never yields to the event loop, which is where the signal is awaited.
-    signal: Option<CancellationToken>,
+    signal: OnceLock<CancellationToken>,
 }
 
 impl RunFlags {
     pub(crate) fn new(deadline: Instant) -> Self {
+        let base = Instant::now();
         RunFlags {
-            deadline,
+            base,
+            deadline: AtomicU64::new(Self::nanos(base, deadline)),
             stop: AtomicU8::new(0),
-            signal: None,
+            signal: OnceLock::new(),
         }
     }
 
-    /// Also stops the run (as cancelled) once `signal` is cancelled, at the interrupt
-    /// handler's next check.
-    pub(crate) fn cancelled_by(mut self, signal: CancellationToken) -> Self {
-        self.signal = Some(signal);
-        self
+    fn nanos(base: Instant, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Arms the flags of an engine built ahead with its run's deadline and signal (the
+    /// first signal set stays: an engine serves one run).
+    pub(crate) fn arm(&self, deadline: Instant, signal: CancellationToken) {
+        self.deadline
+            .store(Self::nanos(self.base, deadline), Ordering::SeqCst);
+        let _ = self.signal.set(signal);
     }
 
     pub(crate) fn deadline(&self) -> Instant {
-        self.deadline
+        self.base + Duration::from_nanos(self.deadline.load(Ordering::Relaxed))
     }
 
     fn set(&self, reason: StopReason) {
@@ -82,13 +96,13 @@ impl RunFlags {
         }
         if self
             .signal
-            .as_ref()
+            .get()
             .is_some_and(CancellationToken::is_cancelled)
         {
             self.cancel();
             return true;
         }
-        if Instant::now() >= self.deadline {
+        if Instant::now() >= self.deadline() {
             self.time_out();
             return true;
         }

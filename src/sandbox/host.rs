@@ -14,8 +14,8 @@ use rquickjs::{Ctx, Function, Object, Value};
 use super::bridge::{BridgeSlot, tool_function};
 use super::flags::RunFlags;
 use super::logs::LogLevel;
+use super::prelude;
 use super::shared::{Shared, lock};
-use super::{Limits, prelude};
 use crate::dispatch::registry::unknown_tool_message;
 
 /// The `host` object of one run, field for field as `js-prelude/10_host.js` describes it.
@@ -44,14 +44,16 @@ pub(super) struct Host<'js> {
 }
 
 impl<'js> Host<'js> {
-    /// The host functions of one run over `state`; `tools` are (name, alias) pairs.
+    /// The host functions of one run over `state` (which a run replaces with its own when it
+    /// takes an engine built ahead); `tools` are (name, alias) pairs; `memory` is the
+    /// engine's memory limit in bytes.
     pub(super) fn new(
         ctx: &Ctx<'js>,
         state: &Shared,
         flags: &Arc<RunFlags>,
         bridge: &BridgeSlot<'js>,
         tools: &[(String, String)],
-        limits: &Limits,
+        memory: usize,
     ) -> rquickjs::Result<Self> {
         let tool_functions = tools
             .iter()
@@ -132,7 +134,7 @@ impl<'js> Host<'js> {
                 .iter()
                 .map(|(n, a)| vec![n.clone(), a.clone()])
                 .collect(),
-            max_array_length: (limits.memory / 8).max(1 << 16) as f64,
+            max_array_length: (memory / 8).max(1 << 16) as f64,
         })
     }
 

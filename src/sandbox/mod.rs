@@ -37,6 +37,7 @@ mod host;
 mod inflight;
 mod limits;
 mod logs;
+mod pool;
 mod prelude;
 mod reaper;
 mod report;
@@ -47,6 +48,7 @@ mod watchdog;
 
 pub use limits::{Limits, MIN_MEMORY};
 pub use logs::{LogEntry, LogLevel};
+pub use pool::{EnginePool, PoolStats};
 pub use report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 
 pub(crate) use driver::{RunReport, RunRequest, run};

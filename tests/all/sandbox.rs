@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use codemode::run_code::Limits;
+use codemode::run_code::{EnginePool, Limits, RunCodeConfig};
 use codemode::{Exec, Tool, ToolError};
 use serde_json::{Value, json};
 
@@ -612,4 +612,158 @@ fn the_engine_stack_fits_the_thread_it_runs_on() {
         "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) }\nreturn d(10000)",
     );
     assert_eq!(v["result"], 10000, "{v:#}");
+}
+
+/// Waits until the pool has built `n` engines in all (the builder runs on its own thread).
+async fn built(pool: &EnginePool, n: u64) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while pool.stats().built < n {
+        assert!(Instant::now() < until, "the pool built no engine: {pool:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn warm_engines_serve_one_run_each_and_nothing_survives_between_runs() {
+    let pool = EnginePool::new(1);
+    let mut h = Harness::with_config(
+        RunCodeConfig::default()
+            .limits(fast_limits())
+            .engine_pool(pool.clone()),
+    );
+    h.add(echo_tool());
+    // The first run says which tools to build for: it starts its own engine.
+    let v = h
+        .run(
+            "globalThis.leftover = 42; Object.prototype.polluted = 1; Array.prototype.map = null;
+             setTimeout(() => console.log('late timer'), 30);
+             return (await tools.echo({n: 1})).n",
+        )
+        .await;
+    assert_eq!(v["result"], 1, "{v:#}");
+    assert_eq!(pool.stats().cold, 1);
+    built(&pool, 1).await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    // The second takes the engine built meanwhile: none of the first run's changes, no
+    // timer of it, and its tools work.
+    let v = h
+        .run(
+            "const late = await new Promise(r => setTimeout(() => r('own timer'), 50));
+             return [typeof leftover, typeof ({}).polluted, typeof [].map, (await tools.echo({n: 2})).n, late]",
+        )
+        .await;
+    assert_eq!(
+        v["result"],
+        json!(["undefined", "undefined", "function", 2, "own timer"]),
+        "{v:#}"
+    );
+    assert_eq!(v["logs"], json!([]), "{v:#}");
+    assert_eq!(
+        v["calls"],
+        json!([{"tool": "echo", "status": "ok", "ms": v["calls"][0]["ms"]}])
+    );
+    let stats = pool.stats();
+    assert_eq!((stats.warm, stats.cold), (1, 1), "{stats:?}");
+    // Each warm engine serves one run: a third run takes a second engine, never the first.
+    built(&pool, 2).await;
+    assert_eq!(
+        h.ok("globalThis.x = (globalThis.x ?? 0) + 1; return x")
+            .await,
+        json!(1)
+    );
+    built(&pool, 3).await;
+    assert_eq!(
+        h.ok("globalThis.x = (globalThis.x ?? 0) + 1; return x")
+            .await,
+        json!(1)
+    );
+    assert_eq!(pool.stats().warm, 3);
+
+    // Another tool set: the idle engine was built for the old one, so this run starts its
+    // own, and the pool builds for the new set.
+    h.add(test_tool("extra").returns(json!("extra")));
+    assert_eq!(h.ok("return await tools.extra({})").await, json!("extra"));
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.warm, stats.cold, stats.discarded),
+        (3, 2, 1),
+        "{stats:?}"
+    );
+    built(&pool, 5).await;
+    assert_eq!(h.ok("return await tools.extra({})").await, json!("extra"));
+    assert_eq!(pool.stats().warm, 4);
+}
+
+#[tokio::test]
+async fn a_warm_engine_keeps_the_run_s_limits() {
+    let pool = EnginePool::new(1);
+    let limits = Limits::default()
+        .timeout(Duration::from_millis(300))
+        .memory(8 << 20);
+    let h = Harness::with_config(
+        RunCodeConfig::default()
+            .limits(limits)
+            .engine_pool(pool.clone()),
+    );
+    assert_eq!(h.ok("return 1").await, json!(1));
+    // The timeout counts from the run, not from when the engine was built.
+    built(&pool, 1).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(h.ok("return 2").await, json!(2));
+    built(&pool, 2).await;
+    let started = Instant::now();
+    let e = h.err("while (true) {}").await;
+    assert_eq!(e["name"], "TimeoutError", "{e:#}");
+    assert!(e["message"].as_str().unwrap().contains("300 ms"), "{e:#}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The memory limit, fatal even when caught.
+    built(&pool, 3).await;
+    let e = h
+        .err("try { const a = []; while (true) a.push('x'.repeat(1000) + a.length) } catch (e) {} return 1")
+        .await;
+    assert_eq!(e["name"], "OutOfMemory", "{e:#}");
+    assert!(
+        e["message"].as_str().unwrap().contains("8388608 bytes"),
+        "{e:#}"
+    );
+    // The stack limit of the thread the run is on: a runaway recursion is a RangeError.
+    built(&pool, 4).await;
+    assert_eq!(
+        h.ok("function f(n) { return f(n + 1) + 1 } try { f(0) } catch (e) { return [e instanceof RangeError, e.message] }")
+            .await,
+        json!([true, "Maximum call stack size exceeded"])
+    );
+    assert_eq!(pool.stats().warm, 4);
+}
+
+#[tokio::test]
+async fn a_warm_engine_run_can_be_cancelled() {
+    let pool = EnginePool::new(2);
+    let h = Harness::with_config(
+        RunCodeConfig::default()
+            .limits(fast_limits())
+            .engine_pool(pool.clone()),
+    );
+    assert_eq!(h.ok("return 1").await, json!(1));
+    built(&pool, 2).await;
+    let signal = tokio_util::sync::CancellationToken::new();
+    let cancel = signal.clone();
+    // From another thread: the loop holds this test's only thread.
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        cancel.cancel();
+    });
+    let outcome = h
+        .registry
+        .dispatch(codemode::Request::new(
+            "run_code",
+            json!({"code": "while (true) {}"}),
+            signal,
+        ))
+        .await;
+    let v = outcome.into_result().unwrap();
+    assert_eq!(v["error"]["name"], "CancelledError", "{v:#}");
+    assert_eq!(pool.stats().warm, 1);
+    // The next run is served as usual.
+    assert_eq!(h.ok("return 2").await, json!(2));
 }

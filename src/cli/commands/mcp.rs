@@ -8,7 +8,7 @@ use clap::Args;
 use codemode::mcp::server::{
     DEFAULT_MAX_CALLS_PER_SESSION, HttpOptions, McpServer, McpServerConfig,
 };
-use codemode::run_code::SpillConfig;
+use codemode::run_code::{EnginePool, SpillConfig};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
@@ -45,6 +45,16 @@ pub(crate) struct McpCommand {
         value_parser = clap::value_parser!(u64).range(1..=4096)
     )]
     max_calls_per_session: u64,
+    /// Engines kept built ahead (runtime, context and prelude), each used for one run, so
+    /// a `run_code` call skips starting one; 0 starts an engine per call. Each idle engine
+    /// holds about 400 KiB.
+    #[arg(
+        long = "warm-engines",
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u64).range(0..=64)
+    )]
+    warm_engines: u64,
 }
 
 /// Parses `8931` (on 127.0.0.1), `localhost:8931`, or an IP address with a port.
@@ -68,12 +78,15 @@ fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
 impl McpCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let tools = self.tools.load(false).await?;
+        let mut run_code = self
+            .limits
+            .run_code_config()
+            .spill(Some(SpillConfig::default()));
+        if self.warm_engines > 0 {
+            run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
+        }
         let config = McpServerConfig::default()
-            .run_code(
-                self.limits
-                    .run_code_config()
-                    .spill(Some(SpillConfig::default())),
-            )
+            .run_code(run_code)
             .expose_tools(self.expose_tools)
             .max_calls_per_session(self.max_calls_per_session as usize);
         let server = McpServer::new(tools.registry.clone(), config)
