@@ -190,6 +190,8 @@ fn bench(c: &mut Criterion) {
     ))
     .unwrap()
     .forget();
+    // The first run tells the pool which tools to build for.
+    rt.block_on(warm.call("run_code", json!({"code": "return 1"})));
     group.bench_function("codemode run_code `return 1` on a warm engine", |b| {
         b.to_async(&rt).iter_custom(|iters| {
             let (warm, pool) = (warm.clone(), pool.clone());
@@ -237,6 +239,7 @@ fn bench(c: &mut Criterion) {
 
     file_tools(c, &rt);
     idle_sandboxes_memory(&rt);
+    warm_pool_memory(&rt);
 }
 
 /// Tiny reads through the built-in `read_file` (opened with `openat2` and read on the
@@ -358,6 +361,36 @@ fn idle_sandboxes_memory(rt: &tokio::runtime::Runtime) {
         println!(
             "resident memory of 1000 idle sandboxes: {mib:.1} MiB ({:.0} KiB each)",
             mib * 1024.0 / 1000.0
+        );
+    });
+}
+
+/// Prints the resident memory a pool of 32 warm engines holds while idle ("warm engine
+/// pool").
+fn warm_pool_memory(rt: &tokio::runtime::Runtime) {
+    const SIZE: usize = 32;
+    let registry = Registry::new();
+    let pool = EnginePool::new(SIZE);
+    registry
+        .register(run_code_tool(
+            RunCodeConfig::default().engine_pool(pool.clone()),
+        ))
+        .unwrap()
+        .forget();
+    rt.block_on(async {
+        let before = rss_bytes().unwrap_or(0);
+        // The first run tells the pool what to build for.
+        let o = registry.call("run_code", json!({"code": "return 1"})).await;
+        assert_eq!(o.value().unwrap()["result"], 1);
+        while pool.stats().idle < SIZE {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let during = rss_bytes().unwrap_or(0);
+        let kib = during.saturating_sub(before) as f64 / 1024.0;
+        println!(
+            "warm engine pool: {SIZE} idle engines hold {:.1} MiB ({:.0} KiB each)",
+            kib / 1024.0,
+            kib / SIZE as f64
         );
     });
 }

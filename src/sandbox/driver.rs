@@ -44,7 +44,7 @@ use super::pool::EnginePool;
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::timers::{self, Timers};
-use super::{Limits, prelude, watchdog};
+use super::{Limits, prelude, reaper, watchdog};
 use crate::dispatch::{Agent, CallToken, Outcome, ProgressSink, Registry};
 use crate::program::{self, AwaitSite, Program};
 use crate::value::PathSeg;
@@ -139,7 +139,10 @@ const BUILD_BOUND: Duration = Duration::from_secs(10);
 /// it has run up to the point where it waits for the program (see `pool.rs`).
 pub(super) struct Parked {
     pub(super) key: EngineKey,
-    runtime: AsyncRuntime,
+    /// A handle on the engine's runtime, to set its stack limit; it goes to the reaper with
+    /// the engine (the last handle dropped frees the runtime, which is not for the run's
+    /// thread to do).
+    runtime: Option<AsyncRuntime>,
     flags: Arc<RunFlags>,
     state: Shared,
     /// Hands the program over; `None` once handed (or when the run future ended early).
@@ -179,7 +182,7 @@ impl Parked {
             .map_err(|e| (e, flags.reason()))?;
         let state = placeholder_state(&key);
         let (start, waiting) = oneshot::channel();
-        let runtime = engine.runtime().clone();
+        let runtime = Some(engine.runtime().clone());
         let run = {
             let (flags, state, key) = (flags.clone(), state.clone(), key.clone());
             async move {
@@ -223,7 +226,9 @@ impl Parked {
         self.flags.arm(deadline, request.signal.clone());
         let _watch = watchdog::watch(&self.flags, deadline);
         // Built on another thread, a warm engine's stack limit is measured here.
-        self.runtime.set_max_stack_size(stack).await;
+        if let Some(runtime) = &self.runtime {
+            runtime.set_max_stack_size(stack).await;
+        }
         request.tools = self.key.tools.clone();
         let calls_signal = request.signal.child_token();
         let woken = Arc::new(Woken::default());
@@ -279,6 +284,9 @@ impl Parked {
             }
             _ => e,
         });
+        if let Some(runtime) = self.runtime.take() {
+            reaper::reap_later(runtime);
+        }
         let mut st = lock(&self.state);
         let logs = std::mem::take(&mut st.logs);
         let calls = st.calls.records();
@@ -299,6 +307,9 @@ impl Drop for Parked {
             drop(start);
             let run = std::mem::replace(&mut self.run, Box::pin(async { Ran::Abandoned }));
             let _ = futures::executor::block_on(run);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            reaper::reap_later(runtime);
         }
     }
 }

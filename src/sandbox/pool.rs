@@ -32,7 +32,7 @@ const BUILD_STACK: usize = 1 << 20;
 /// Cloning shares the pool; when the last clone is dropped, its builder thread stops and
 /// the idle engines are freed.
 ///
-/// Cost: each idle engine holds what a fresh engine with the prelude holds, about 400 KiB
+/// Cost: each idle engine holds what a fresh engine with the prelude holds, about 270 KiB
 /// of memory on x86-64 Linux (measured by `cargo bench --bench sandbox`, "warm engine
 /// pool"), counted against no run's memory limit until a run takes it.
 #[derive(Clone)]

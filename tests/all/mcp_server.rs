@@ -249,6 +249,42 @@ async fn run_code_answers_with_the_capped_text_and_the_canonical_value() {
 }
 
 #[tokio::test]
+async fn runs_on_warm_engines_or_not_see_nothing_of_each_other() {
+    // The default keeps 2 warm engines; 0 starts one per call. Either way, each call's
+    // program starts from a fresh engine and its tools work.
+    for args in [vec![], vec!["--warm-engines", "0"]] {
+        let mut args: Vec<&str> = args.clone();
+        args.extend(["--root", "."]);
+        let client = stdio(&args).await;
+        for round in 0..4 {
+            let r = run(
+                &client,
+                "const before = typeof globalThis.seen; globalThis.seen = 1; Array.prototype.at = null; const l = await tools.list_dir({path: '.'}); return [before, typeof [].at, l.entries.length > 0]",
+            )
+            .await;
+            assert!(!is_error(&r), "{args:?} round {round}: {}", text(&r));
+            assert_eq!(
+                r.structured_content.unwrap()["result"],
+                json!(["undefined", "function", true]),
+                "{args:?} round {round}"
+            );
+        }
+        client.cancel().await.unwrap();
+    }
+    let out = Command::new(BIN)
+        .args(["mcp", "--warm-engines", "65"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("65 is not in 0..=64"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
 async fn failures_are_results_the_model_reads_and_the_server_answers_on() {
     let client = stdio(&["--root", &repo("."), "--memory", "8MiB"]).await;
 

@@ -47,7 +47,7 @@ pub(crate) struct McpCommand {
     max_calls_per_session: u64,
     /// Engines kept built ahead (runtime, context and prelude), each used for one run, so
     /// a `run_code` call skips starting one; 0 starts an engine per call. Each idle engine
-    /// holds about 400 KiB.
+    /// holds about 270 KiB.
     #[arg(
         long = "warm-engines",
         value_name = "N",
