@@ -258,16 +258,18 @@ impl Parked {
             woken: woken.clone(),
         };
         let limits = request.limits.clone();
-        let handed = self.start.take().map(|start| {
-            start.send(Start {
-                request,
-                program,
-                woken,
-                calls_signal,
-            })
+        let handed = self.start.take().is_some_and(|start| {
+            start
+                .send(Start {
+                    request,
+                    program,
+                    woken,
+                    calls_signal,
+                })
+                .is_ok()
         });
         let result = match handed {
-            Some(Ok(())) => match (&mut self.run).await {
+            true => match (&mut self.run).await {
                 Ran::Done(result) => result,
                 Ran::PreludeFailed(e) => Err(e),
                 Ran::Abandoned => Err(ProgramError::internal(

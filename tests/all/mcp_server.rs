@@ -259,7 +259,7 @@ async fn runs_on_warm_engines_or_not_see_nothing_of_each_other() {
         for round in 0..4 {
             let r = run(
                 &client,
-                "const before = typeof globalThis.seen; globalThis.seen = 1; Array.prototype.at = null; const l = await tools.list_dir({path: '.'}); return [before, typeof [].at, l.entries.length > 0]",
+                "const before = [typeof globalThis.seen, typeof [].at]; globalThis.seen = 1; Array.prototype.at = null; const l = await tools.list_dir({path: '.'}); return [...before, l.entries.length > 0]",
             )
             .await;
             assert!(!is_error(&r), "{args:?} round {round}: {}", text(&r));
