@@ -23,14 +23,16 @@
 //!
 //! Setup is not timed for the peers (their context is built before the clock starts); a
 //! codemode program always starts its own engine, so codemode's figures include one cold
-//! start per program (about 1 ms).
+//! start per program (about 1 ms). The column "codemode, warm engine" is `run_code` with an
+//! [`EnginePool`], for `cold_start` only: each run takes an engine built ahead (the clock
+//! stops while the pool builds the next one).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codemode::run_code::{Limits, RunCodeConfig, run_code_tool};
+use codemode::run_code::{EnginePool, Limits, RunCodeConfig, run_code_tool};
 use codemode::{FileTools, Registry, Tool};
 use serde_json::{Value, json};
 
@@ -93,12 +95,33 @@ fn program(workload: &str, n: u64) -> (String, Value) {
 /// codemode in process: `run_code` over the five host tools, `read_file` the built-in one.
 struct Codemode {
     registry: Registry,
+    /// The same tools, `run_code` keeping warm engines (for `cold_start` only).
+    warm: Registry,
+    pool: EnginePool,
     rt: tokio::runtime::Runtime,
     binary: PathBuf,
 }
 
 impl Codemode {
     fn new(root: &Path) -> Codemode {
+        let pool = EnginePool::new(2);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let warm = Codemode::registry(root, RunCodeConfig::default().engine_pool(pool.clone()));
+        // The first run tells the pool which tools to build for.
+        rt.block_on(warm.call("run_code", json!({"code": "return 1"})));
+        Codemode {
+            registry: Codemode::registry(root, RunCodeConfig::default()),
+            warm,
+            pool,
+            rt,
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_codemode")),
+        }
+    }
+
+    fn registry(root: &Path, config: RunCodeConfig) -> Registry {
         let registry = Registry::new();
         let limits = Limits::default()
             .max_tool_calls(1_000_000)
@@ -126,22 +149,38 @@ impl Codemode {
             registry.register(tool.build().unwrap()).unwrap().forget();
         }
         registry
-            .register(run_code_tool(RunCodeConfig::default().limits(limits)))
+            .register(run_code_tool(config.limits(limits)))
             .unwrap()
             .forget();
         for handle in FileTools::new(root).unwrap().register(&registry).unwrap() {
             // Only read_file is used; the others are registered as `codemode run` does.
             handle.forget();
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        Codemode {
-            registry,
-            rt,
-            binary: PathBuf::from(env!("CARGO_BIN_EXE_codemode")),
-        }
+        registry
+    }
+
+    /// One `cold_start` sample on warm engines: the clock runs only while each run does
+    /// (between runs, it waits for the pool to have an engine ready again).
+    fn warm_sample(&self, n: u64) -> Result<Duration, String> {
+        self.rt.block_on(async {
+            let mut total = Duration::ZERO;
+            for _ in 0..n {
+                while self.pool.stats().idle == 0 {
+                    tokio::time::sleep(Duration::from_micros(100)).await;
+                }
+                let started = Instant::now();
+                let outcome = self
+                    .warm
+                    .call("run_code", json!({"code": "return 1"}))
+                    .await;
+                total += started.elapsed();
+                let value = outcome.result().map_err(|e| e.message().to_owned())?;
+                if value["result"] != 1 {
+                    return Err(format!("warm: unexpected {value}"));
+                }
+            }
+            Ok(total)
+        })
     }
 
     /// One sample of `workload`: the total time of its `n` iterations.
@@ -370,7 +409,10 @@ fn main() {
 
     let codemode = Codemode::new(&root_path);
     let mut peers = Peers::start(&dir);
-    let mut columns: Vec<(String, Option<String>)> = vec![("codemode".to_owned(), None)];
+    let mut columns: Vec<(String, Option<String>)> = vec![
+        ("codemode".to_owned(), None),
+        ("codemode, warm engine".to_owned(), None),
+    ];
     for (name, available, why, _) in &peers.runtimes {
         columns.push((
             name.clone(),
@@ -394,11 +436,15 @@ fn main() {
                 if columns[c].1.is_some() {
                     continue;
                 }
-                let result = if c == 0 {
-                    codemode.sample(workload, n, &root_path)
-                } else {
-                    let short = peers.runtimes[c - 1].3.clone();
-                    peers.sample(&short, workload, n, &root_path)
+                let result = match c {
+                    0 => codemode.sample(workload, n, &root_path),
+                    // Warm engines change only how a run starts.
+                    1 if workload == "cold_start" => codemode.warm_sample(n),
+                    1 => continue,
+                    _ => {
+                        let short = peers.runtimes[c - 2].3.clone();
+                        peers.sample(&short, workload, n, &root_path)
+                    }
                 };
                 match result {
                     Ok(total) if round > 0 => samples[w][c].push(per_iteration(workload, n, total)),
