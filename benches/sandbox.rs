@@ -2,8 +2,8 @@
 //!
 //! - sequential `await tools.noop({})` through the full pipeline vs an awaited raw rquickjs
 //!   async host function;
-//! - a cold `run_code` of `return 1` (new sandbox, prelude, strip, result) vs a raw new
-//!   runtime + context + eval;
+//! - a cold `run_code` of `return 1` (new sandbox, prelude, strip, result), and the same on
+//!   a warm engine from an `EnginePool`, vs a raw new runtime + context + eval;
 //! - `Promise.all` of 10 000 calls to a tool that sleeps 1 ms vs the same with a raw host
 //!   function;
 //! - sequential calls to a tool answered by another task (as an MCP client's tool is: a
@@ -13,7 +13,8 @@
 //! - 1 000 sequential and 10 000 concurrent tiny reads through the built-in `read_file`,
 //!   beside a tool that reads the same file resolved by hand on the blocking pool (how
 //!   `read_file` worked before);
-//! - resident memory of 1 000 concurrent idle sandboxes, each awaiting a tool (printed).
+//! - resident memory of 1 000 concurrent idle sandboxes, each awaiting a tool, and of 32
+//!   idle warm engines (printed).
 //!
 //! `cargo bench --bench sandbox`
 

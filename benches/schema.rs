@@ -1,5 +1,7 @@
 //! Schema figures: validation against the `jsonschema` crate, and the sandbox's direct
-//! value conversion against a `JSON.stringify` round trip.
+//! value conversion against a `JSON.stringify` round trip, and each of its halves against
+//! the engine's own `JSON.stringify` (arguments) and `JSON.parse` (results) of the same
+//! data.
 //!
 //! `cargo bench --bench schema`
 
@@ -37,41 +39,45 @@ const ONE_MB: &str = "Array.from({length: 6300}, (_, i) => ({id: i, name: 'recor
 
 fn conversion(c: &mut Criterion) {
     let (_, size) = time_round_trips(ONE_MB, Crossing::Direct, 1);
-    let mut group = c.benchmark_group(format!("JS→Rust→JS of {} KB", size / 1024));
-    group.throughput(Throughput::Bytes(size as u64));
-    group.sample_size(20);
-    group.bench_function("direct conversion", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::Direct, n).0)
-    });
-    group.bench_function("JSON.stringify + serde_json + JSON.parse", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::JsonText, n).0)
-    });
-    group.finish();
-
-    // Each half of the crossing beside what the engine itself costs for the same data.
-    let mut group = c.benchmark_group(format!(
-        "JS→Rust of {} KB (a tool's arguments)",
-        size / 1024
-    ));
-    group.throughput(Throughput::Bytes(size as u64));
-    group.sample_size(20);
-    group.bench_function("direct conversion", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::DirectToRust, n).0)
-    });
-    group.bench_function("the engine's JSON.stringify", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::EngineStringify, n).0)
-    });
-    group.finish();
-    let mut group = c.benchmark_group(format!("Rust→JS of {} KB (a tool's result)", size / 1024));
-    group.throughput(Throughput::Bytes(size as u64));
-    group.sample_size(20);
-    group.bench_function("direct conversion", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::DirectToJs, n).0)
-    });
-    group.bench_function("the engine's JSON.parse", |b| {
-        b.iter_custom(|n| time_round_trips(ONE_MB, Crossing::EngineParse, n).0)
-    });
-    group.finish();
+    let kb = size / 1024;
+    let pairs = [
+        (
+            format!("JS→Rust→JS of {kb} KB"),
+            [
+                ("direct conversion", Crossing::Direct),
+                (
+                    "JSON.stringify + serde_json + JSON.parse",
+                    Crossing::JsonText,
+                ),
+            ],
+        ),
+        // Each half of the crossing beside what the engine itself costs for the same data.
+        (
+            format!("JS→Rust of {kb} KB (a tool's arguments)"),
+            [
+                ("direct conversion", Crossing::DirectToRust),
+                ("the engine's JSON.stringify", Crossing::EngineStringify),
+            ],
+        ),
+        (
+            format!("Rust→JS of {kb} KB (a tool's result)"),
+            [
+                ("direct conversion", Crossing::DirectToJs),
+                ("the engine's JSON.parse", Crossing::EngineParse),
+            ],
+        ),
+    ];
+    for (title, crossings) in pairs {
+        let mut group = c.benchmark_group(title);
+        group.throughput(Throughput::Bytes(size as u64));
+        group.sample_size(20);
+        for (name, crossing) in crossings {
+            group.bench_function(name, |b| {
+                b.iter_custom(|n| time_round_trips(ONE_MB, crossing, n).0)
+            });
+        }
+        group.finish();
+    }
 }
 
 criterion_group! {

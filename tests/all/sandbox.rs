@@ -614,10 +614,11 @@ fn the_engine_stack_fits_the_thread_it_runs_on() {
     assert_eq!(v["result"], 10000, "{v:#}");
 }
 
-/// Waits until the pool has built `n` engines in all (the builder runs on its own thread).
+/// Waits until the pool has built `n` engines in all and one is ready (the builder runs on
+/// its own thread).
 async fn built(pool: &EnginePool, n: u64) {
     let until = Instant::now() + Duration::from_secs(30);
-    while pool.stats().built < n {
+    while pool.stats().built < n || pool.stats().idle == 0 {
         assert!(Instant::now() < until, "the pool built no engine: {pool:?}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -678,6 +679,7 @@ async fn warm_engines_serve_one_run_each_and_nothing_survives_between_runs() {
         json!(1)
     );
     assert_eq!(pool.stats().warm, 3);
+    built(&pool, 4).await;
 
     // Another tool set: the idle engine was built for the old one, so this run starts its
     // own, and the pool builds for the new set.
