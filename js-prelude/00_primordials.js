@@ -106,6 +106,8 @@ P.TypedArrayPrototypeGetSymbolToStringTag = uncurryThis(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get,
 );
 P.Date = Date;
+P.DateNow = Date.now;
+P.performanceNow = Function.prototype.bind.call(performance.now, performance);
 P.DatePrototypeGetTime = uncurryThis(Date.prototype.getTime);
 P.DatePrototypeToISOString = uncurryThis(Date.prototype.toISOString);
 P.RegExp = RegExp;

@@ -1,6 +1,7 @@
 // setTimeout / clearTimeout / setInterval / clearInterval, run by the host's event loop
 // and bounded by the run's deadline. A callback that throws ends the run with that error,
-// as an uncaught exception would end a Node process.
+// as an uncaught exception would end a Node process. And `performance`, whose clock starts
+// with the run.
 "use strict";
 
 const P = internals.primordials;
@@ -55,4 +56,37 @@ internals.fireTimer = function fireTimer(id) {
     delete timers[id];
   }
   ReflectApply(timer.callback, undefined, timer.args);
+};
+
+// `performance`: the engine's own counts from when the engine was built, which for a warm
+// engine is long before its run (and would tell the program how long the host was idle).
+// This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
+// from there, and `timeOrigin` is that moment in milliseconds since the epoch, as in the
+// High Resolution Time spec.
+const nativeNow = P.performanceNow;
+let origin = nativeNow();
+const performance = {};
+P.ObjectDefineProperty(performance, "now", {
+  value: function now() {
+    return nativeNow() - origin;
+  },
+  enumerable: true,
+  writable: false,
+  configurable: false,
+});
+P.ObjectDefineProperty(performance, "timeOrigin", { value: 0, enumerable: true, configurable: true });
+P.ObjectDefineProperty(P.globalThis, "performance", {
+  value: performance,
+  writable: true,
+  enumerable: true,
+  configurable: true,
+});
+internals.startClock = function startClock() {
+  origin = nativeNow();
+  P.ObjectDefineProperty(performance, "timeOrigin", {
+    value: P.DateNow(),
+    enumerable: true,
+    writable: false,
+    configurable: false,
+  });
 };

@@ -441,6 +441,10 @@ impl Driver<'_> {
         if let Some(stopped) = self.stopped() {
             return Err(stopped);
         }
+        js.internals
+            .start_clock
+            .call::<_, ()>(())
+            .map_err(engine_error)?;
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
         let (main, implicit) = self.evaluate(ctx, js)?;

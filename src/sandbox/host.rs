@@ -182,6 +182,9 @@ pub(super) struct Internals<'js> {
     /// `runDefault(main)` (90_lockdown.js): runs the program function, then, for
     /// `export default <fn>`, the exported function.
     pub(super) run_default: Function<'js>,
+    /// `startClock()` (40_timers.js): `performance` counts from now (an engine may be
+    /// built long before its run).
+    pub(super) start_clock: Function<'js>,
 }
 
 impl<'js> Internals<'js> {
@@ -197,6 +200,7 @@ impl<'js> Internals<'js> {
             track_rejection: internals.get("trackRejection")?,
             report_unhandled: internals.get("reportUnhandled")?,
             run_default: internals.get("runDefault")?,
+            start_clock: internals.get("startClock")?,
         })
     }
 }
