@@ -229,34 +229,21 @@ impl Parked {
         if let Some(runtime) = &self.runtime {
             runtime.set_max_stack_size(stack).await;
         }
-        request.tools = self.key.tools.clone();
         let calls_signal = request.signal.child_token();
         let woken = Arc::new(Woken::default());
-        *lock(&self.state) = HostState {
-            calls: Calls::new(
-                request
-                    .tools
-                    .iter()
-                    .map(|(n, _)| Arc::from(n.as_str()))
-                    .collect(),
-                request.limits.max_in_flight,
-                Dispatch {
-                    registry: request.registry.clone(),
-                    agent: request.agent.clone(),
-                    parent: request.parent,
-                    progress: request.progress.clone(),
-                    signal: calls_signal.clone(),
-                },
-            ),
-            logs: LogCapture::new(
-                request.limits.max_log_bytes,
-                request.limits.max_console_bytes,
-                request.log_sink.take(),
-            ),
-            timers: Timers::default(),
-            limits: request.limits.clone(),
-            woken: woken.clone(),
-        };
+        *lock(&self.state) = host_state(
+            &self.key,
+            &request.limits,
+            Dispatch {
+                registry: request.registry.clone(),
+                agent: request.agent.clone(),
+                parent: request.parent,
+                progress: request.progress.clone(),
+                signal: calls_signal.clone(),
+            },
+            request.log_sink.take(),
+            woken.clone(),
+        );
         let limits = request.limits.clone();
         let handed = self.start.take().is_some_and(|start| {
             start
@@ -268,15 +255,15 @@ impl Parked {
                 })
                 .is_ok()
         });
-        let result = match handed {
-            true => match (&mut self.run).await {
-                Ran::Done(result) => result,
-                Ran::PreludeFailed(e) => Err(e),
-                Ran::Abandoned => Err(ProgramError::internal(
-                    "the sandbox stopped before the program ran",
-                )),
-            },
-            _ => Err(ProgramError::internal(
+        let ran = if handed {
+            (&mut self.run).await
+        } else {
+            Ran::Abandoned
+        };
+        let result = match ran {
+            Ran::Done(result) => result,
+            Ran::PreludeFailed(e) => Err(e),
+            Ran::Abandoned => Err(ProgramError::internal(
                 "the sandbox stopped before the program ran",
             )),
         };
@@ -316,29 +303,49 @@ impl Drop for Parked {
     }
 }
 
-/// The state a parked engine's host functions hold until a run installs its own.
-fn placeholder_state(key: &EngineKey) -> Shared {
-    let limits = Limits::default();
-    Arc::new(Mutex::new(HostState {
+/// A run's state outside the engine, for the tools of `key` under `limits`.
+fn host_state(
+    key: &EngineKey,
+    limits: &Limits,
+    dispatch: Dispatch,
+    log_sink: Option<Box<dyn LogSink>>,
+    woken: Arc<Woken>,
+) -> HostState {
+    HostState {
         calls: Calls::new(
             key.tools
                 .iter()
                 .map(|(n, _)| Arc::from(n.as_str()))
                 .collect(),
             limits.max_in_flight,
-            Dispatch {
-                registry: Registry::new(),
-                agent: Agent::new(),
-                parent: None,
-                progress: None,
-                signal: CancellationToken::new(),
-            },
+            dispatch,
         ),
-        logs: LogCapture::new(0, 0, None),
+        logs: LogCapture::new(limits.max_log_bytes, limits.max_console_bytes, log_sink),
         timers: Timers::default(),
-        limits,
-        woken: Arc::new(Woken::default()),
-    }))
+        limits: limits.clone(),
+        woken,
+    }
+}
+
+/// The state a parked engine's host functions hold until a run installs its own: no
+/// registry to call, nothing kept of the console.
+fn placeholder_state(key: &EngineKey) -> Shared {
+    static NOBODY: std::sync::OnceLock<(Registry, Agent)> = std::sync::OnceLock::new();
+    let (registry, agent) = NOBODY.get_or_init(|| (Registry::new(), Agent::new()));
+    let limits = Limits::default().max_log_bytes(0);
+    Arc::new(Mutex::new(host_state(
+        key,
+        &limits,
+        Dispatch {
+            registry: registry.clone(),
+            agent: agent.clone(),
+            parent: None,
+            progress: None,
+            signal: CancellationToken::new(),
+        },
+        None,
+        Arc::new(Woken::default()),
+    )))
 }
 
 /// The body of a parked engine's future: loads the prelude, waits for the program, runs it.
