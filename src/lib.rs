@@ -71,6 +71,7 @@ pub mod schema;
 mod value;
 
 pub use builtin::FileTools;
+pub use dispatch::jobs;
 pub use dispatch::{
     Agent, AgentDisposed, Arguments, BuildError, CallId, CallToken, Content, ErrorKind, Exec,
     Execute, ExecuteFuture, Injection, MAX_TOOL_NAME_LEN, Outcome, RESERVED_TOOL_NAMES,

@@ -33,6 +33,8 @@ pub struct Agent {
 struct AgentInner {
     pending: Mutex<Vec<Injection>>,
     disposed: AtomicBool,
+    /// Fires when the agent is disposed: what it owns (its background jobs) ends with it.
+    gone: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for Agent {
@@ -95,6 +97,7 @@ impl Agent {
     /// Ends the agent: later injections fail softly; pending ones are dropped.
     pub fn dispose(&self) {
         self.inner.disposed.store(true, Ordering::SeqCst);
+        self.inner.gone.cancel();
         self.inner
             .pending
             .lock()
@@ -105,5 +108,15 @@ impl Agent {
     /// Whether [`Agent::dispose`] was called.
     pub fn is_disposed(&self) -> bool {
         self.inner.disposed.load(Ordering::SeqCst)
+    }
+
+    /// Fires when the agent is disposed.
+    pub(crate) fn gone(&self) -> &tokio_util::sync::CancellationToken {
+        &self.inner.gone
+    }
+
+    /// Whether `self` and `other` are handles on the same conversation.
+    pub fn same_as(&self, other: &Agent) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }

@@ -172,6 +172,14 @@ impl Exec {
         self.inner.nested
     }
 
+    /// The same call under another signal (a background job's own).
+    pub(crate) fn with_signal(&self, signal: CancellationToken) -> Exec {
+        Exec {
+            inner: self.inner.clone(),
+            signal,
+        }
+    }
+
     /// The cancellation signal; `execute` must observe it.
     pub fn signal(&self) -> &CancellationToken {
         &self.signal

@@ -12,6 +12,7 @@ mod card;
 mod execute;
 mod guard;
 mod hooks;
+pub mod jobs;
 mod observe;
 mod outcome;
 mod output;

@@ -28,6 +28,13 @@ pub(crate) fn rendered(
     match result {
         Err(e) => (vec![Content::text(e.message().to_owned())], Err(e)),
         Ok(v) if exec.is_nested() => (Vec::new(), Ok(v)),
+        Ok(v) if super::jobs::tools::wants_background(tool, arguments) => {
+            let id = v.get("job_id").and_then(Value::as_str).unwrap_or_default();
+            let text = format!(
+                "started background job {id}; read it with job_output {{\"job_id\": \"{id}\"}}"
+            );
+            (vec![Content::text(text)], Ok(v))
+        }
         Ok(v) => match render(tool, arguments, &v) {
             Ok(content) => (content, Ok(v)),
             Err(e) => (vec![Content::text(e.message().to_owned())], Err(e)),
@@ -44,9 +51,11 @@ pub(crate) fn presentation_meta(
     content: Vec<Content>,
     result: Result<Value, ToolError>,
 ) -> (Vec<Content>, Result<Value, ToolError>, Option<Value>) {
-    let (Some(project), Ok(value), false) =
-        (&tool.inner.presentation_meta, &result, exec.is_nested())
-    else {
+    let (Some(project), Ok(value), false) = (
+        &tool.inner.presentation_meta,
+        &result,
+        exec.is_nested() || super::jobs::tools::wants_background(tool, arguments),
+    ) else {
         return (content, result, None);
     };
     match catch_unwind(AssertUnwindSafe(|| project(arguments, value))) {

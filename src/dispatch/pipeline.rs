@@ -27,7 +27,7 @@ use super::hooks::HookSet;
 use super::outcome::Outcome;
 use super::registry::{Registry, Request, unknown_tool_message};
 use super::tool::{ErrorKind, Tool, ToolError};
-use super::{around, execute, guard, observe, output, post_execute, pre_execute, validate};
+use super::{around, execute, guard, jobs, observe, output, post_execute, pre_execute, validate};
 
 /// Dispatches one call through every stage.
 pub(crate) async fn run(registry: Registry, request: Request) -> Outcome {
@@ -76,6 +76,10 @@ async fn checked_value(
     }
     if !hooks.guards.is_empty() {
         guard::check(hooks, exec)?;
+    }
+    if jobs::tools::wants_background(tool, arguments) {
+        // Policy has spoken for the call; the job is the tool's own execute.
+        return jobs::tools::start_tool_job(tool, arguments, exec);
     }
     let value = if hooks.chain.is_empty() {
         execute::cancelled_if_signalled(exec, execute::execute(tool, arguments, exec.clone()).await)

@@ -143,6 +143,7 @@ pub(crate) struct RegistryInner {
     token_seed: u64,
     pub(crate) agent: Agent,
     pub(crate) hooks: Hooks,
+    jobs: super::jobs::Jobs,
     /// Counts changes of the tool set, for [`Registry::watch_tools`].
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -184,6 +185,7 @@ impl Registry {
                 token_seed: RandomState::new().hash_one(0x636f_6465_6d6f_6465u64),
                 agent: Agent::new(),
                 hooks: Hooks::default(),
+                jobs: super::jobs::Jobs::default(),
                 changes: tokio::sync::watch::Sender::new(0),
             }),
         }
@@ -208,6 +210,13 @@ impl Registry {
     /// The agent calls belong to when their request names none.
     pub fn agent(&self) -> &Agent {
         &self.inner.agent
+    }
+
+    /// The registry's background-job runtime ([`Jobs`](super::jobs::Jobs)): tools that run in
+    /// the background start their jobs here, and `job_output`, `job_kill` and `job_list`
+    /// read them.
+    pub fn jobs(&self) -> &super::jobs::Jobs {
+        &self.inner.jobs
     }
 
     /// Registers a tool. The tool stays registered while the returned handle lives:

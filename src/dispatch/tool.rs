@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::call::{Arguments, Exec};
 use super::card::{CallCard, ResultCard};
 use super::outcome::{Content, Outcome};
-use crate::schema::{DefinitionError, ParameterSchema, ValueSchema};
+use crate::schema::{DefinitionError, Node, ParameterSchema, ValueSchema};
 
 /// Why a tool call failed. Model code sees only the message; the kind is for hosts,
 /// policies and observers (internal error codes never reach model code).
@@ -173,6 +173,8 @@ pub(crate) struct ToolInner {
     pub(crate) validate_arguments: bool,
     pub(crate) visibility: Visibility,
     pub(crate) describe: Option<Arc<DescribeFn>>,
+    /// Whether a call may ask to run as a background job (`run_in_background: true`).
+    pub(crate) run_in_background: bool,
 }
 
 impl fmt::Debug for Tool {
@@ -200,6 +202,7 @@ impl Tool {
             validate_arguments: true,
             visibility: Visibility::Visible,
             describe: None,
+            run_in_background: false,
         }
     }
 
@@ -330,6 +333,7 @@ pub struct ToolBuilder {
     validate_arguments: bool,
     visibility: Visibility,
     describe: Option<Arc<DescribeFn>>,
+    run_in_background: bool,
 }
 
 /// Why a definition was refused.
@@ -347,6 +351,11 @@ pub enum BuildError {
         /// The definition error.
         error: DefinitionError,
     },
+    /// The tool opts into background runs but already declares `run_in_background`.
+    #[error(
+        "tool `{0}` runs in the background on request, so it cannot declare its own `run_in_background` argument"
+    )]
+    BackgroundArgument(String),
 }
 
 impl ToolBuilder {
@@ -448,11 +457,24 @@ impl ToolBuilder {
         self
     }
 
+    /// Lets a call ask to run as a background job: the parameters gain an optional boolean
+    /// `run_in_background` (in the schema and the declarations only then), and a call with
+    /// `run_in_background: true` goes through the pipeline's policy as usual, then starts
+    /// `execute` as a job of the caller's agent (the registry's [`Jobs`](super::jobs::Jobs))
+    /// and answers at once with the handle `{"kind": "background", "job_id": "…"}`. The job
+    /// runs with the arguments less `run_in_background`, under the job's own signal; its
+    /// value is checked against the output schema when it ends. Off by default.
+    pub fn run_in_background(mut self, on: bool) -> Self {
+        self.run_in_background = on;
+        self
+    }
+
     /// Checks the schemas and finishes the definition.
     ///
     /// # Errors
     /// [`BuildError::MissingExecute`] without `execute`; [`BuildError::Schema`] for a
-    /// definition error in either schema.
+    /// definition error in either schema; [`BuildError::BackgroundArgument`] when a tool
+    /// that runs in the background declares `run_in_background` itself.
     pub fn build(self) -> Result<Tool, BuildError> {
         let Some(execute) = self.execute else {
             return Err(BuildError::MissingExecute(self.name));
@@ -461,13 +483,25 @@ impl ToolBuilder {
             tool: self.name.clone(),
             error,
         };
-        self.parameters.check().map_err(schema_err)?;
+        let parameters = if self.run_in_background {
+            self.parameters
+                .with_property(
+                    super::jobs::tools::RUN_IN_BACKGROUND,
+                    Node::boolean().describe(
+                        "Run as a background job: answers at once with {kind: \"background\", job_id}; read it with job_output.",
+                    ),
+                )
+                .ok_or_else(|| BuildError::BackgroundArgument(self.name.clone()))?
+        } else {
+            self.parameters
+        };
+        parameters.check().map_err(schema_err)?;
         self.output.check().map_err(schema_err)?;
         Ok(Tool {
             inner: Arc::new(ToolInner {
                 name: Arc::from(self.name.as_str()),
                 description: self.description,
-                parameters: self.parameters,
+                parameters,
                 output: self.output,
                 execute,
                 render: self.render,
@@ -477,6 +511,7 @@ impl ToolBuilder {
                 validate_arguments: self.validate_arguments,
                 visibility: self.visibility,
                 describe: self.describe,
+                run_in_background: self.run_in_background,
             }),
         })
     }

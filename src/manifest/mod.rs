@@ -13,7 +13,8 @@
 //! A tool entry has `name` and `command` (required), `description`, either `parameters`
 //! (our nodes, see `codemode::schema`) or `input_schema` (JSON Schema, imported), either `output` (a
 //! node) or `output_schema` (JSON Schema; with neither, the output is any JSON value),
-//! `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]) and `env` (strings). Any other key is an
+//! `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]), `env` (strings) and `run_in_background`
+//! (`true` lets a call run as a background job). Any other key is an
 //! error, so a typo cannot silently drop a setting. How a call runs is in [`process`].
 
 mod process;
@@ -68,6 +69,10 @@ pub struct CommandTool {
     /// What the import of its `input_schema`/`output_schema` kept for display only (not
     /// enforced), with paths from the manifest (`tools[0].input_schema.x-order`).
     pub warnings: Vec<ImportWarning>,
+    /// Whether a call may ask to run as a background job (`"run_in_background": true` in
+    /// the entry; see [`ToolBuilder::run_in_background`](crate::ToolBuilder::run_in_background)).
+    /// The job's command keeps `timeout`.
+    pub run_in_background: bool,
 }
 
 /// The tools of one manifest file.
@@ -248,6 +253,7 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
         "command",
         "timeout_ms",
         "env",
+        "run_in_background",
     ];
     let Value::Object(m) = entry else {
         return Err((at.to_owned(), "expected a tool object".into()));
@@ -333,7 +339,18 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
             None => (format!("{at}.env"), message),
         })?,
     };
+    let run_in_background = match m.get("run_in_background") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err((
+                format!("{at}.run_in_background"),
+                "expected true or false".into(),
+            ));
+        }
+    };
     Ok(CommandTool {
+        run_in_background,
         name,
         description,
         parameters,

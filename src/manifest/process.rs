@@ -44,6 +44,7 @@ pub(super) fn tool(def: Arc<CommandTool>) -> Result<Tool, BuildError> {
         .description(def.description.clone())
         .parameters(def.parameters.clone())
         .output(def.output.clone())
+        .run_in_background(def.run_in_background)
         .execute(move |args: Arguments, exec: Exec| {
             let def = run_def.clone();
             async move { run(&def, &args, &exec).await }

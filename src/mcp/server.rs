@@ -58,6 +58,7 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject,
@@ -80,11 +81,13 @@ pub const READ_SPILL: &str = "read_spill";
 
 /// How an [`McpServer`] serves.
 ///
-/// Defaults ([`McpServerConfig::default`]): `run_code` [`RunCodeConfig::default`] (so
-/// spills on, under the system's temporary folder); `expose_tools` false; `page_bytes`
+/// Defaults ([`McpServerConfig::default`]): `run_code` [`RunCodeConfig::default`] with
+/// `yield_after` [`DEFAULT_YIELD_AFTER`] (a run still going after 10 s answers
+/// `status: "running"` and goes on as a background job of the session; spills on, under
+/// the system's temporary folder); `expose_tools` false; `page_bytes`
 /// `None` (pages of `run_code.output_cap` bytes); `max_calls_per_session` `None`
 /// ([`DEFAULT_MAX_CALLS_PER_SESSION`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct McpServerConfig {
     /// How `run_code` runs programs: limits, output cap, calls listed, spills. With
@@ -108,6 +111,25 @@ pub struct McpServerConfig {
 
 /// Most calls of one session that run at once by default: 16.
 pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 16;
+
+/// `run_code`'s `yield_after` in a server by default: 10 000 ms, shorter than the request
+/// timeouts of common MCP clients.
+pub const DEFAULT_YIELD_AFTER: Duration = Duration::from_millis(10_000);
+
+/// The job tools a server registers and offers to every session beside `run_code`: a
+/// session follows and stops its own background runs with them.
+pub const JOB_TOOLS: [&str; 3] = ["job_output", "job_kill", "job_list"];
+
+impl Default for McpServerConfig {
+    fn default() -> Self {
+        McpServerConfig {
+            run_code: RunCodeConfig::default().yield_after(Some(DEFAULT_YIELD_AFTER)),
+            expose_tools: false,
+            page_bytes: None,
+            max_calls_per_session: None,
+        }
+    }
+}
 
 impl McpServerConfig {
     /// Sets how many calls of one session run at once (see
@@ -194,6 +216,7 @@ struct Shared {
     /// [`Limits::thread_stack`]: crate::run_code::Limits::thread_stack
     thread_stack: usize,
     _run_code: ToolHandle,
+    _job_tools: Vec<ToolHandle>,
     /// The private spill folder, `None` when spilling is off.
     spills: Option<SpillFolder>,
 }
@@ -229,6 +252,7 @@ impl McpServer {
         };
         let thread_stack = config.run_code.limits.thread_stack();
         let run_code = registry.register(run_code_tool(config.run_code.spill(spill_config)))?;
+        let job_tools = crate::jobs::register_job_tools(&registry)?;
         Ok(McpServer {
             shared: Arc::new(Shared {
                 registry,
@@ -240,6 +264,7 @@ impl McpServer {
                     .unwrap_or(DEFAULT_MAX_CALLS_PER_SESSION)
                     .max(1),
                 _run_code: run_code,
+                _job_tools: job_tools,
                 spills,
             }),
             _folder: guard,
@@ -462,11 +487,14 @@ impl ServerHandler for Session {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
             }
         };
-        if name == RUN_CODE
-            && let Some(id) = outcome
-                .value()
-                .and_then(|v| v.get("spill")?.get("id")?.as_str())
-        {
+        // A run's spill is the session's: from run_code, or from job_output once a
+        // background run has finished.
+        let run = match name {
+            RUN_CODE => outcome.value(),
+            "job_output" | "job_kill" => outcome.value().and_then(|v| v.get("value")),
+            _ => None,
+        };
+        if let Some(id) = run.and_then(|v| v.get("spill")?.get("id")?.as_str()) {
             self.spills.record(id);
         }
         Ok(self.result(name, outcome).into())
@@ -527,7 +555,7 @@ impl ProgressForward {
 impl Session {
     /// Whether `name` is a tool this session offers through the registry.
     fn offers(&self, name: &str) -> bool {
-        if name == RUN_CODE {
+        if name == RUN_CODE || JOB_TOOLS.contains(&name) {
             return true;
         }
         self.shared.expose_tools
@@ -542,6 +570,7 @@ impl Session {
     /// The message for a call of a tool not offered.
     fn unknown_tool(&self, name: &str) -> String {
         let mut offered = vec![RUN_CODE.to_owned(), READ_SPILL.to_owned()];
+        offered.extend(JOB_TOOLS.iter().map(|n| (*n).to_owned()));
         if self.shared.expose_tools {
             offered.extend(
                 self.shared
@@ -550,7 +579,7 @@ impl Session {
                     .iter()
                     .filter(|t| t.visibility() != Visibility::Hidden)
                     .map(|t| t.name().to_owned())
-                    .filter(|n| n != RUN_CODE && n != READ_SPILL),
+                    .filter(|n| !is_own(n)),
             );
         }
         let inside = !self.shared.expose_tools
@@ -585,12 +614,19 @@ impl Session {
             tools.push(mcp_tool(schema));
         }
         tools.push(spill::tool(self.shared.page_bytes));
+        let schemas = registry.schemas();
+        tools.extend(
+            schemas
+                .iter()
+                .filter(|s| JOB_TOOLS.contains(&s.name.as_str()))
+                .cloned()
+                .map(mcp_tool),
+        );
         if self.shared.expose_tools {
             tools.extend(
-                registry
-                    .schemas()
+                schemas
                     .into_iter()
-                    .filter(|s| s.name != RUN_CODE && s.name != READ_SPILL)
+                    .filter(|s| !is_own(&s.name))
                     .map(mcp_tool),
             );
         }
@@ -659,6 +695,11 @@ where
     output
         .await
         .map_err(|_| std::io::Error::other("the call's thread ended without an answer"))
+}
+
+/// Whether `name` is one of the tools the server itself offers (listed first).
+fn is_own(name: &str) -> bool {
+    name == RUN_CODE || name == READ_SPILL || JOB_TOOLS.contains(&name)
 }
 
 /// A tool's projection as MCP lists it. Its parameters schema is always an object; an

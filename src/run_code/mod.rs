@@ -20,6 +20,7 @@
 //! `"status": "error"` and says why (a program error is an outcome the model acts on, not a
 //! failure of the tool).
 
+mod background;
 mod cap;
 mod output;
 mod spill;
@@ -32,8 +33,8 @@ use serde_json::Value;
 pub use self::output::{CallEntry, RunCodeOutput, RunStatus, SpillInfo};
 use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
-use crate::dispatch::{Content, Tool, ToolError, Visibility};
-use crate::sandbox::{self, LogSink, RunReport, RunRequest};
+use crate::dispatch::{Content, Tool, Visibility};
+use crate::sandbox::{self, LogSink, RunReport};
 pub use crate::sandbox::{
     CallRecord, CallStatus, EnginePool, Limits, LogEntry, LogLevel, MIN_MEMORY, PoolStats,
     ProgramError, ProgramErrorKind,
@@ -72,6 +73,14 @@ pub struct RunCodeConfig {
     /// Warm engines to run programs on (see [`EnginePool`]); `None` (the default) starts
     /// an engine for every run. `codemode mcp` keeps a pool of 2.
     pub engine_pool: Option<EnginePool>,
+    /// Timeout of a run that may outlive its call (`run_in_background`, or
+    /// `yield_after_ms`) when the call gives no `timeout_ms`; also the most such a call may
+    /// ask for. Default 600 000 ms (10 minutes).
+    pub background_timeout: Duration,
+    /// `yield_after_ms` of a call that gives none: past it a foreground run hands control
+    /// back as a background job. `None` (the library's default) waits for the end;
+    /// `codemode mcp` uses 10 000 ms.
+    pub yield_after: Option<Duration>,
 }
 
 impl Default for RunCodeConfig {
@@ -83,6 +92,8 @@ impl Default for RunCodeConfig {
             output_cap: 20_000,
             spill: Some(SpillConfig::default()),
             engine_pool: None,
+            background_timeout: Duration::from_millis(600_000),
+            yield_after: None,
         }
     }
 }
@@ -121,6 +132,18 @@ impl RunCodeConfig {
     /// Sets the longest timeout a call may ask for with `timeout_ms`.
     pub fn max_timeout(mut self, max: Duration) -> Self {
         self.max_timeout = max;
+        self
+    }
+
+    /// Sets [`RunCodeConfig::background_timeout`].
+    pub fn background_timeout(mut self, timeout: Duration) -> Self {
+        self.background_timeout = timeout;
+        self
+    }
+
+    /// Sets [`RunCodeConfig::yield_after`].
+    pub fn yield_after(mut self, after: Option<Duration>) -> Self {
+        self.yield_after = after;
         self
     }
 }
@@ -191,7 +214,7 @@ pub fn run_code_output_schema() -> ValueSchema {
     ])
     .additional_properties(false)
     .describe("Present when the output was cut: where the full output is.");
-    ValueSchema::new(
+    ValueSchema::new(Node::union([
         Node::object([
             (
                 "status",
@@ -207,7 +230,30 @@ pub fn run_code_output_schema() -> ValueSchema {
             ("spill", spill),
         ])
         .additional_properties(false),
-    )
+        Node::object([
+            ("status", Node::literal("running").required()),
+            (
+                "job_id",
+                Node::string()
+                    .required()
+                    .describe("The background job the run goes on as (job_output, job_kill)."),
+            ),
+            (
+                "output",
+                Node::string()
+                    .required()
+                    .describe("Console output so far (job_output reads what follows)."),
+            ),
+        ])
+        .additional_properties(false)
+        .describe("The run still goes on, as a background job, after yield_after_ms."),
+        Node::object([
+            ("kind", Node::literal("background").required()),
+            ("job_id", Node::string().required()),
+        ])
+        .additional_properties(false)
+        .describe("The handle of a run started with run_in_background."),
+    ]))
 }
 
 /// Builds the `run_code` tool. Register it in the registry whose tools programs should
@@ -257,45 +303,31 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
                 "timeout_ms",
                 Node::integer()
                     .minimum(1)
-                    .maximum(config.max_timeout.as_millis().max(1) as u64)
-                    .describe("Wall-clock limit for the whole run, in milliseconds."),
+                    .maximum(config.max_timeout.max(config.background_timeout).as_millis().max(1) as u64)
+                    .describe(format!(
+                        "Wall-clock limit for the whole run, in milliseconds (default {} in the foreground, at most {}; default and most {} for a run that may go on in the background).",
+                        config.limits.timeout.as_millis(),
+                        config.max_timeout.as_millis(),
+                        config.background_timeout.as_millis()
+                    )),
+            ),
+            (
+                "run_in_background",
+                Node::boolean().describe(
+                    "Start the program as a background job and answer at once with {kind: \"background\", job_id}; follow it with job_output, stop it with job_kill.",
+                ),
+            ),
+            (
+                "yield_after_ms",
+                Node::integer().minimum(0).describe(
+                    "If the program still runs after this many milliseconds, answer with {status: \"running\", job_id, output} and let it go on as a background job.",
+                ),
             ),
         ]))
         .output(run_code_output_schema())
         .visibility(Visibility::NotInSandbox)
         .render(|_args, value| vec![Content::text(render_text(value))])
-        .execute(move |args, exec| {
-            let config = config.clone();
-            async move {
-                let registry = exec
-                    .registry()
-                    .ok_or_else(|| ToolError::new("the registry that ran run_code is gone"))?;
-                let code = args.str("code").unwrap_or_default().to_owned();
-                let mut limits = config.limits.clone();
-                if let Some(ms) = args.get("timeout_ms").and_then(Value::as_u64) {
-                    limits.timeout = Duration::from_millis(ms).min(config.max_timeout);
-                }
-                let tools = registry
-                    .sandbox_tools()
-                    .into_iter()
-                    .map(|t| (t.name().to_owned(), crate::dispatch::tool_alias(t.name())))
-                    .collect();
-                let spill = config.spill.clone().map(SharedSpill::new);
-                let report = sandbox::run(RunRequest {
-                    source: code,
-                    limits,
-                    registry,
-                    tools,
-                    parent: Some(exec.token()),
-                    progress: exec.progress_sink().cloned(),
-                    agent: exec.agent().clone(),
-                    signal: exec.signal().clone(),
-                    log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
-                }, config.engine_pool.as_ref())
-                .await;
-                Ok(present(report, spill, &config))
-            }
-        })
+        .execute(move |args, exec| background::execute(config.clone(), args, exec))
         .build()
         .unwrap_or_else(|e| unreachable!("the run_code definition is valid: {e}"))
 }
@@ -483,6 +515,31 @@ pub(crate) fn present_lines(lines: Vec<String>, result: Value, config: &RunCodeC
 /// `value` is a canonical `run_code` value (see [`run_code_output_schema`]); one that is
 /// not is rendered as its compact JSON.
 pub fn render_text(value: &Value) -> String {
+    if let Some(handle) = crate::jobs::JobHandle::from_value(value) {
+        let id = handle.job_id;
+        return format!(
+            "started background job {id}; read its output with job_output {{\"job_id\": \"{id}\", \"wait_ms\": 10000}}, stop it with job_kill"
+        );
+    }
+    if value.get("status").and_then(Value::as_str) == Some("running") {
+        let id = value
+            .get("job_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let output = value
+            .get("output")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut text = String::with_capacity(output.len() + 200);
+        text.push_str(output);
+        if !output.is_empty() && !output.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "still running as background job {id}; read what follows with job_output {{\"job_id\": \"{id}\", \"wait_ms\": 10000}}, stop it with job_kill"
+        ));
+        return text;
+    }
     match RunCodeOutput::deserialize(value) {
         Ok(output) => output.render_text(),
         Err(_) => value.to_string(),

@@ -63,6 +63,8 @@ pub(crate) struct RunRequest {
     pub(crate) signal: CancellationToken,
     /// Where console lines stream once the in-memory head is full (`run_code`'s spill).
     pub(crate) log_sink: Option<Box<dyn LogSink>>,
+    /// Where every console line also goes as it is written (a background run's output).
+    pub(crate) log_tap: Option<Arc<crate::dispatch::jobs::OutputBuffer>>,
 }
 
 /// What a run produced, before the output cap.
@@ -244,6 +246,7 @@ impl Parked {
             request.log_sink.take(),
             woken.clone(),
         );
+        lock(&self.state).logs.tap = request.log_tap.take();
         let limits = request.limits.clone();
         let handed = self.start.take().is_some_and(|start| {
             start

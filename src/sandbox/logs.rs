@@ -101,6 +101,8 @@ pub(crate) struct LogCapture {
     sink_failed: bool,
     /// Set once the output passed `disk_limit`: the run must end.
     pub(crate) over_limit: bool,
+    /// A background run's live output: every line as it is written (`job_output` reads it).
+    pub(crate) tap: Option<std::sync::Arc<crate::dispatch::jobs::OutputBuffer>>,
 }
 
 impl Default for LogCapture {
@@ -138,6 +140,7 @@ impl LogCapture {
             streaming: false,
             sink_failed: false,
             over_limit: false,
+            tap: None,
         }
     }
 
@@ -149,6 +152,9 @@ impl LogCapture {
         if self.total_bytes > self.disk_limit {
             self.over_limit = true;
             return;
+        }
+        if let Some(tap) = &self.tap {
+            tap_line(tap, level, &text);
         }
         if !self.streaming && self.head_bytes + text.len() <= self.budget && self.tail.is_empty() {
             self.head_bytes += text.len();
@@ -199,6 +205,16 @@ impl LogCapture {
             streamed: self.streaming && self.sink.is_some() && !self.sink_failed,
         }
     }
+}
+
+/// Writes a console line to a live output buffer: `text` for `log`, `[level] text` for
+/// the others, one line each.
+fn tap_line(tap: &crate::dispatch::jobs::OutputBuffer, level: LogLevel, text: &str) {
+    let line = match level {
+        LogLevel::Log => format!("{text}\n"),
+        other => format!("[{}] {text}\n", other.as_str()),
+    };
+    tap.push(&line);
 }
 
 #[cfg(test)]

@@ -119,6 +119,15 @@ impl ParameterSchema {
         Self::default()
     }
 
+    /// The same parameters with one more property; `None` when `name` is declared.
+    pub(crate) fn with_property(mut self, name: &str, node: Node) -> Option<Self> {
+        if self.root.properties.contains_key(name) {
+            return None;
+        }
+        self.root.properties.insert(name.to_owned(), node);
+        Some(self)
+    }
+
     /// Adds named definitions that [`Node::reference`] nodes point to.
     pub fn with_definitions<K: Into<String>>(
         mut self,

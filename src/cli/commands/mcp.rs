@@ -3,16 +3,20 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use codemode::mcp::server::{
-    DEFAULT_MAX_CALLS_PER_SESSION, HttpOptions, McpServer, McpServerConfig,
+    DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_YIELD_AFTER, HttpOptions, McpServer, McpServerConfig,
 };
 use codemode::run_code::{EnginePool, SpillConfig};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
 use crate::cli::setup::ToolOptions;
+
+/// How long the server waits for its background jobs to end when it stops.
+const JOBS_SHUTDOWN: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Args)]
 pub(crate) struct McpCommand {
@@ -55,6 +59,11 @@ pub(crate) struct McpCommand {
         value_parser = clap::value_parser!(u64).range(0..=64)
     )]
     warm_engines: u64,
+    /// A run_code call still running after MS milliseconds answers `status: "running"`
+    /// with a job id, and the program goes on as a background job of the session (read it
+    /// with job_output, stop it with job_kill); 0 waits for every run to end.
+    #[arg(long = "yield-after", value_name = "MS", default_value_t = DEFAULT_YIELD_AFTER.as_millis() as u64)]
+    yield_after: u64,
 }
 
 /// Parses `8931` (on 127.0.0.1), `localhost:8931`, or an IP address with a port.
@@ -81,7 +90,8 @@ impl McpCommand {
         let mut run_code = self
             .limits
             .run_code_config()
-            .spill(Some(SpillConfig::default()));
+            .spill(Some(SpillConfig::default()))
+            .yield_after((self.yield_after > 0).then(|| Duration::from_millis(self.yield_after)));
         if self.warm_engines > 0 {
             run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
         }
@@ -108,6 +118,17 @@ impl McpCommand {
                 http.serve_until(crate::cli::shutdown_signal()).await
             }
         };
+        // Background jobs end with the server: each one's cleanup, then its thread.
+        let jobs = tools.registry.jobs().clone();
+        if tokio::time::timeout(JOBS_SHUTDOWN, jobs.shutdown())
+            .await
+            .is_err()
+        {
+            eprintln!(
+                "codemode mcp: background jobs did not end within {} s of the shutdown",
+                JOBS_SHUTDOWN.as_secs()
+            );
+        }
         drop(server);
         drop(tools);
         match served {

@@ -3,9 +3,11 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use codemode::hooks::{Observer, Progress};
+use codemode::jobs::JobStatus;
 use codemode::run_code::{SpillConfig, render_text, run_code_tool};
 use codemode::{Exec, Outcome};
 use serde_json::{Value, json};
@@ -29,6 +31,12 @@ pub(crate) struct RunCommand {
     /// under `--root`, where the built-in `read_file` can read them.
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
+    /// Once the program has run MS milliseconds, go on with it as a background job (as
+    /// `run_code`'s `yield_after_ms` does for a model) and show its progress on stderr: its
+    /// console lines as they come, and a line every 5 s of silence. The result is printed
+    /// when it ends, as without this option; Ctrl-C ends the job.
+    #[arg(long = "yield-after", value_name = "MS")]
+    yield_after: Option<u64>,
 }
 
 /// The text of a program: the file `program`, or standard input for `-`.
@@ -78,14 +86,25 @@ impl RunCommand {
             .registry
             .register(run_code_tool(config))
             .map_err(|e| SetupError(e.to_string()))?;
+        let mut arguments = json!({ "code": code });
+        if let Some(ms) = self.yield_after {
+            arguments["yield_after_ms"] = json!(ms);
+        }
+        let started = std::time::Instant::now();
         let outcome = tools
             .registry
-            .call(codemode::run_code::RUN_CODE, json!({ "code": code }))
+            .call(codemode::run_code::RUN_CODE, arguments)
             .await;
         let value = match outcome.into_result() {
             Ok(v) => v,
             Err(e) => return Err(SetupError(e.message().to_owned())),
         };
+        let value = match value.get("status").and_then(Value::as_str) {
+            Some("running") => follow(&tools.registry, &value, started).await?,
+            _ => value,
+        };
+        // Jobs the program's tools started end with the command.
+        tools.registry.jobs().shutdown().await;
         if self.json {
             crate::cli::out(&format!(
                 "{}\n",
@@ -100,6 +119,66 @@ impl RunCommand {
         } else {
             ExitCode::from(1)
         })
+    }
+}
+
+/// Follows a run that went on as a background job (`--yield-after`) to its end, printing
+/// its console lines on stderr as they come and a line every 5 s of silence; returns the
+/// run's final value. Ctrl-C ends the job (its final value then says it was cancelled).
+async fn follow(
+    registry: &codemode::Registry,
+    running: &Value,
+    started: std::time::Instant,
+) -> Result<Value, SetupError> {
+    let id = running
+        .get("job_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let show = |text: &str| {
+        for line in text.lines() {
+            eprintln!("codemode: {id}: {line}");
+        }
+    };
+    show(running.get("output").and_then(Value::as_str).unwrap_or(""));
+    let jobs = registry.jobs();
+    let owner = registry.agent();
+    let never = tokio_util::sync::CancellationToken::new();
+    let interrupt = crate::cli::shutdown_signal();
+    tokio::pin!(interrupt);
+    let mut quiet_since = std::time::Instant::now();
+    loop {
+        let read = jobs.output(&id, owner, 1 << 16, Duration::from_secs(1), &never);
+        let report = tokio::select! {
+            report = read => report,
+            () = &mut interrupt => {
+                eprintln!("codemode: {id}: interrupted; ending the job");
+                jobs.kill(&id, owner, Duration::from_secs(10)).await
+            }
+        }
+        .map_err(|e| SetupError(e.to_string()))?;
+        if report.output.is_empty() {
+            if quiet_since.elapsed() >= Duration::from_secs(5) {
+                eprintln!(
+                    "codemode: {id} still running ({} s)",
+                    started.elapsed().as_secs()
+                );
+                quiet_since = std::time::Instant::now();
+            }
+        } else {
+            show(&report.output.text);
+            quiet_since = std::time::Instant::now();
+        }
+        match report.status {
+            JobStatus::Running => {}
+            JobStatus::Finished(value) => return Ok(value),
+            JobStatus::Failed(message) => return Err(SetupError(message)),
+            JobStatus::Killed(_) => {
+                return Err(SetupError(format!(
+                    "the run ({id}) was ended before it finished"
+                )));
+            }
+        }
     }
 }
 
