@@ -711,9 +711,31 @@ fn mcp_tool(schema: crate::ToolSchema) -> rmcp::model::Tool {
     };
     let tool = rmcp::model::Tool::new(schema.name, schema.description, Arc::new(input));
     match schema.output_schema {
-        Value::Object(o) => tool.with_raw_output_schema(Arc::new(o)),
+        Value::Object(mut o) => {
+            // MCP wants `"type": "object"` at an output schema's root; a union of objects
+            // (`run_code`'s value, handle or running answer) says so once more.
+            if !o.contains_key("type") && union_of_objects(&o) {
+                o.insert("type".to_owned(), Value::from("object"));
+            }
+            tool.with_raw_output_schema(Arc::new(o))
+        }
         _ => tool,
     }
+}
+
+/// Whether `schema` is a `oneOf`/`anyOf` whose every branch is `"type": "object"`.
+fn union_of_objects(schema: &JsonObject) -> bool {
+    ["oneOf", "anyOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| {
+                !branches.is_empty()
+                    && branches
+                        .iter()
+                        .all(|b| b.get("type").and_then(Value::as_str) == Some("object"))
+            })
+    })
 }
 
 /// One piece of content as an MCP content block.

@@ -8,6 +8,7 @@ mod declarations;
 mod dispatch;
 mod hostile;
 mod import;
+mod jobs;
 mod json_schema_suite;
 mod manifest;
 mod mcp_client;

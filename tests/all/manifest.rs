@@ -296,7 +296,7 @@ fn a_malformed_manifest_fails_at_start_with_the_path_of_the_problem() {
         ),
         (
             r#"{"tools": [{"name": "a", "comand": ["true"]}]}"#,
-            "codemode: MANIFEST: tools[0].comand: unknown key; a tool takes name, description, parameters, input_schema, output, output_schema, command, timeout_ms, env\n",
+            "codemode: MANIFEST: tools[0].comand: unknown key; a tool takes name, description, parameters, input_schema, output, output_schema, command, timeout_ms, env, run_in_background\n",
         ),
         (
             r#"{"tools": [{"name": "a"}]}"#,

@@ -194,7 +194,16 @@ async fn run_code_is_listed_with_every_tool_s_declarations_and_read_spill() {
     let client = stdio(&["--root", &repo("."), "--tools", &manifest()]).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["run_code", "read_spill"]);
+    assert_eq!(
+        names,
+        [
+            "run_code",
+            "read_spill",
+            "job_output",
+            "job_kill",
+            "job_list"
+        ]
+    );
     let run_code = &tools[0];
     let description = run_code.description.as_deref().unwrap();
     // Built-in and manifest tools, declared for the program.
@@ -219,7 +228,12 @@ async fn run_code_is_listed_with_every_tool_s_declarations_and_read_spill() {
             .as_deref()
             .cloned()
             .map(Value::Object),
-        Some(codemode::run_code::run_code_output_schema().to_json_schema())
+        Some({
+            // MCP's root `"type": "object"`, over the union of run_code's answers.
+            let mut schema = codemode::run_code::run_code_output_schema().to_json_schema();
+            schema["type"] = json!("object");
+            schema
+        })
     );
     let read_spill = &tools[1];
     assert_eq!(
@@ -320,11 +334,11 @@ async fn failures_are_results_the_model_reads_and_the_server_answers_on() {
     for (name, message) in [
         (
             "nope",
-            "unknown tool `nope`; the tools offered: run_code, read_spill",
+            "unknown tool `nope`; the tools offered: run_code, read_spill, job_output, job_kill, job_list",
         ),
         (
             "read_file",
-            "tool `read_file` is not offered directly; call it from a run_code program as `await tools[\"read_file\"](args)` (the tools offered: run_code, read_spill)",
+            "tool `read_file` is not offered directly; call it from a run_code program as `await tools[\"read_file\"](args)` (the tools offered: run_code, read_spill, job_output, job_kill, job_list)",
         ),
     ] {
         let e = client
@@ -361,10 +375,13 @@ async fn expose_tools_offers_the_direct_tools_through_the_pipeline() {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
-        names[..6],
+        names[..9],
         [
             "run_code",
             "read_spill",
+            "job_output",
+            "job_kill",
+            "job_list",
             "read_file",
             "list_dir",
             "glob",
@@ -724,7 +741,13 @@ fn the_typescript_sdk_client_lists_calls_and_cancels_over_stdio_and_http() {
         let seen = node_client(json!({transport: target, "pidfile": pidfile}));
         assert_eq!(
             seen["tools"],
-            json!(["run_code", "read_spill"]),
+            json!([
+                "run_code",
+                "read_spill",
+                "job_output",
+                "job_kill",
+                "job_list"
+            ]),
             "{transport}"
         );
         assert_eq!(

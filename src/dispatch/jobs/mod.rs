@@ -121,12 +121,14 @@ pub enum JobError {
     #[error("no background job {0:?} (job_list lists yours)")]
     Unknown(String),
     /// The job ended and its outcome was dropped.
-    #[error("background job {id} ended more than {kept_secs} s ago and its output was dropped")]
+    #[error(
+        "background job {id} expired: it ended and its output was dropped (a finished job is kept {kept})"
+    )]
     Expired {
         /// The id.
         id: String,
-        /// Seconds a finished job is kept.
-        kept_secs: u64,
+        /// How long a finished job is kept, as text (`10 min`, `500 ms`).
+        kept: String,
     },
 }
 
@@ -691,7 +693,7 @@ impl Jobs {
         {
             return Err(JobError::Expired {
                 id: id.to_owned(),
-                kept_secs: config.keep_finished.as_secs(),
+                kept: duration_text(config.keep_finished),
             });
         }
         Err(JobError::Unknown(id.to_owned()))
@@ -866,6 +868,18 @@ impl Jobs {
             threads: self.inner.threads.load(Ordering::SeqCst),
             started: self.inner.next.load(Ordering::Relaxed) - 1,
         }
+    }
+}
+
+/// `10 min`, `90 s`, `500 ms`.
+fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 60_000 == 0 && ms > 0 {
+        format!("{} min", ms / 60_000)
+    } else if ms % 1000 == 0 && ms > 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
     }
 }
 
