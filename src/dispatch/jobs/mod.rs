@@ -874,9 +874,9 @@ impl Jobs {
 /// `10 min`, `90 s`, `500 ms`.
 fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 60_000 == 0 && ms > 0 {
+    if ms.is_multiple_of(60_000) && ms > 0 {
         format!("{} min", ms / 60_000)
-    } else if ms % 1000 == 0 && ms > 0 {
+    } else if ms.is_multiple_of(1000) && ms > 0 {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")
