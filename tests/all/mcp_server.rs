@@ -770,6 +770,47 @@ fn the_typescript_sdk_client_lists_calls_and_cancels_over_stdio_and_http() {
 }
 
 #[test]
+fn a_program_longer_than_the_client_s_timeout_is_followed_with_job_output_and_jobs_stay_in_their_session()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(&["--tools", &manifest(), "--yield-after", "300"]);
+    let pidfile = dir.path().join("bg.pid");
+    let seen = node_client(json!({
+        "http": server.url,
+        "jobs": {"http": server.url, "pidfile": pidfile},
+    }));
+    // run_code-1 was the client's first run (`return 6 * 7`): a run that may yield is a
+    // job from its start, one that ends in time is then forgotten.
+    let id = "run_code-2";
+    assert_eq!(
+        seen["first"]["structured"],
+        json!({"status": "running", "job_id": id, "output": "step 1\n"}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["first"]["text"],
+        format!(
+            "step 1\nstill running as background job {id}; read what follows with job_output {{\"job_id\": \"{id}\", \"wait_ms\": 10000}}, stop it with job_kill"
+        )
+    );
+    assert_eq!(seen["output"], "step 2\n", "{seen}");
+    assert_eq!(seen["last"]["status"], "finished");
+    assert_eq!(seen["last"]["value"]["result"], "long done");
+    assert_eq!(
+        seen["last"]["value"]["logs"],
+        json!([{"level": "log", "text": "step 1"}, {"level": "log", "text": "step 2"}])
+    );
+    let unknown = json!({"isError": true, "text": format!("no background job \"{id}\" (job_list lists yours)")});
+    assert_eq!(seen["strangerReads"], unknown);
+    assert_eq!(seen["strangerKills"], unknown);
+    assert_eq!(
+        seen["background"],
+        json!({"kind": "background", "job_id": "run_code-3"})
+    );
+    assert_eq!(seen["sleepKilledWithSession"], true);
+}
+
+#[test]
 fn a_program_calls_an_upstream_mcp_server_through_codemode_mcp() {
     let everything = node_modules().join(".bin/mcp-server-everything");
     let upstream = format!("everything={}", everything.display());

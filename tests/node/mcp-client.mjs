@@ -5,6 +5,12 @@
 //   "pidfile": PATH    to cancel a run that waits on the manifest tool `sleep`,
 //   "progress": true   to ask for progress on a run that calls `t.steps` (an upstream
 //                      test-server.mjs named `t`) twice.
+//   "jobs": {"http": URL, "pidfile": PATH}
+//                      (with a server started with --yield-after 300) to run a program
+//                      longer than the client's request timeout and follow it with
+//                      job_output; to try another session's job id from a second session
+//                      (URL); and to end a session whose background job waits on the
+//                      manifest tool `sleep` (PATH), which must then be killed.
 // Prints one JSON object with what it saw; the test asserts on it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -97,6 +103,59 @@ if (options.pidfile) {
   seen.after = await run("return 'still here'");
 }
 
-if (transport.terminateSession) await transport.terminateSession();
+if (options.jobs) {
+  const call = (name, args, requestOptions) =>
+    client.callTool({ name, arguments: args }, undefined, requestOptions);
+  // Every request must answer within 1.5 s; the program needs about 2.5 s.
+  const quick = { timeout: 1_500 };
+  const code =
+    "console.log('step 1'); await new Promise(r => setTimeout(r, 2500)); console.log('step 2'); return 'long done'";
+  const first = await call("run_code", { code }, quick);
+  const id = first.structuredContent.job_id;
+  seen.first = { text: first.content.map((c) => c.text).join("\n"), structured: first.structuredContent };
+  const polls = [];
+  for (;;) {
+    const r = await call("job_output", { job_id: id, wait_ms: 1_000 }, quick);
+    polls.push(r.structuredContent);
+    if (r.structuredContent.status !== "running") break;
+    if (polls.length > 40) throw new Error("the job never ended");
+  }
+  seen.output = polls.map((p) => p.output).join("");
+  seen.last = polls[polls.length - 1];
+
+  // Another session may not read or kill this session's job.
+  const other = new Client({ name: "codemode-test-other", version: "1.0.0" });
+  const otherTransport = new StreamableHTTPClientTransport(new URL(options.jobs.http));
+  await other.connect(otherTransport);
+  const stranger = async (name) => {
+    const r = await other.callTool({ name, arguments: { job_id: id } });
+    return { isError: r.isError ?? false, text: r.content.map((c) => c.text).join("\n") };
+  };
+  seen.strangerReads = await stranger("job_output");
+  seen.strangerKills = await stranger("job_kill");
+
+  // A session that ends takes its jobs with it.
+  const bg = await call("run_code", {
+    code: `await tools.sleep({ pidfile: ${JSON.stringify(options.jobs.pidfile)} })`,
+    run_in_background: true,
+  });
+  seen.background = bg.structuredContent;
+  const pid = await until("the sleep tool's pid", () => {
+    try {
+      const text = readFileSync(options.jobs.pidfile, "utf8").trim();
+      return text ? Number(text) : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+  await transport.terminateSession();
+  seen.sleepKilledWithSession = await until("the session's job to be killed", () =>
+    alive(pid) ? undefined : true,
+  );
+  await otherTransport.terminateSession();
+  await other.close();
+}
+
+if (transport.terminateSession && !options.jobs) await transport.terminateSession();
 await client.close();
 console.log(JSON.stringify(seen));
