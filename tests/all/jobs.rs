@@ -721,3 +721,118 @@ async fn job_kill_of_a_run_cancels_its_calls_in_flight() {
     );
     threads_gone(h.registry.jobs()).await;
 }
+
+/// Resident memory of this process, in bytes.
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_hundred_jobs_end_within_a_second_of_shutdown_leaving_no_process_or_memory() {
+    let _heavy = crate::support::heavy();
+    let marker = format!("codemode-load-{}", std::process::id());
+    let manifest = codemode::manifest::Manifest::from_json(
+        &json!({"tools": [{
+            "name": "wait", "command": ["sh", "-c", "sleep 600; true", marker],
+            "run_in_background": true, "timeout_ms": 600_000,
+        }]}),
+        std::path::Path::new("."),
+        "load.json",
+    )
+    .unwrap();
+    // A harness with run_code, the job tools and the command tool, for 128 jobs at once.
+    let harness = || {
+        let (h, mut handles) = run_code_harness(RunCodeConfig::default());
+        handles.extend(manifest.register(&h.registry).unwrap());
+        h.registry
+            .jobs()
+            .configure(JobsConfig::default().max_running(128, 128));
+        (h, handles)
+    };
+    // Half programs waiting on a timer, half commands sleeping.
+    let start_all = |registry: Registry, n: usize| async move {
+        for i in 0..n {
+            let (tool, args) = if i % 2 == 0 {
+                (
+                    "run_code",
+                    json!({"code": "await new Promise(r => setTimeout(r, 600000))", "run_in_background": true}),
+                )
+            } else {
+                ("wait", json!({"run_in_background": true}))
+            };
+            let handle = registry.call(tool, args).await.into_result().unwrap();
+            assert_eq!(handle["kind"], "background");
+        }
+    };
+    // A first round warms what stays (the allocator's arenas, the engine's statics).
+    {
+        let (h, _handles) = harness();
+        start_all(h.registry.clone(), 10).await;
+        h.registry.jobs().shutdown().await;
+    }
+    let (h, _handles) = harness();
+    let baseline = rss();
+    start_all(h.registry.clone(), 100).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(&marker) < 50 {
+        assert!(
+            Instant::now() < deadline,
+            "only {} commands started",
+            processes_with(&marker)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = h.registry.jobs().stats();
+    assert_eq!((stats.running, stats.threads), (100, 100));
+    let peak = rss();
+
+    let started = Instant::now();
+    h.registry.jobs().shutdown().await;
+    let took = started.elapsed();
+    assert_eq!(h.registry.jobs().stats().threads, 0);
+    assert_eq!(processes_with(&marker), 0, "no command is left");
+    // Engines are freed by a reaper thread, and the allocator keeps freed pages until
+    // asked: give both a moment, then measure what is really held.
+    let mut after = rss();
+    let settle = Instant::now() + Duration::from_secs(3);
+    while after > baseline + (16 << 20) && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // SAFETY: malloc_trim only returns free memory of the allocator to the system.
+        unsafe { libc::malloc_trim(0) };
+        after = rss();
+    }
+    eprintln!(
+        "100 jobs: shutdown {took:?}; resident memory {} MiB before, {} MiB with the jobs ({} KiB per job), {} MiB after",
+        baseline >> 20,
+        peak >> 20,
+        peak.saturating_sub(baseline) / 100 >> 10,
+        after >> 20
+    );
+    assert!(took < Duration::from_secs(1), "shutdown took {took:?}");
+    assert!(
+        after <= baseline + (16 << 20),
+        "memory did not come back: {} MiB before, {} MiB after",
+        baseline >> 20,
+        after >> 20
+    );
+}
