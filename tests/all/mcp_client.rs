@@ -438,6 +438,44 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
 }
 
 #[test]
+fn killing_a_background_run_cancels_its_mcp_calls_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let words = test_server(&["--log", log.to_str().unwrap()]);
+    let config = ServerConfig::stdio("t", words[0].clone(), words[1..].to_vec());
+    let rt = runtime();
+    rt.block_on(async {
+        let mut h = Harness::new(Limits::default());
+        h.handles
+            .extend(codemode::jobs::register_job_tools(&h.registry).unwrap());
+        let servers = connect_all(vec![config], &h.registry).await;
+        let server = servers.into_iter().next().unwrap().unwrap();
+        let handle = h
+            .registry
+            .call(
+                "run_code",
+                json!({"code": "await tools.t_slow({ms: 6000})", "run_in_background": true}),
+            )
+            .await
+            .into_result()
+            .unwrap();
+        assert_eq!(handle["job_id"], "run_code-1");
+        // Time for the program to start and its request to reach the server.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let killed = h
+            .registry
+            .call("job_kill", json!({"job_id": "run_code-1"}))
+            .await
+            .into_result()
+            .unwrap();
+        assert_eq!(killed["status"], "killed");
+        assert_eq!(log_lines(&log, 1).await, "cancelled slow 6000\n");
+        h.handles.clear();
+        drop(server);
+    });
+}
+
+#[test]
 fn a_changed_tool_list_is_swapped_into_the_registry() {
     let words = test_server(&[]);
     let rt = runtime();
