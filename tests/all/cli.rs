@@ -44,6 +44,30 @@ fn run_prints_logs_then_result_and_exits_0() {
 }
 
 #[test]
+fn run_yield_after_follows_the_run_as_a_job_and_prints_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let program =
+        "console.log('a'); await new Promise(r => setTimeout(r, 700)); console.warn('b'); return 3";
+    let (code, out, err) = run_stdin(
+        &["run", "-", "--root", root, "--yield-after", "100"],
+        program,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "a\n[warn] b\nresult: 3\n");
+    assert_eq!(
+        err,
+        "codemode: run_code-1: a\ncodemode: run_code-1: [warn] b\n"
+    );
+    // Within the time: no job, nothing on stderr.
+    let (code, out, err) = run_stdin(
+        &["run", "-", "--root", root, "--yield-after", "5000"],
+        "return 4",
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "result: 4\n", ""));
+}
+
+#[test]
 fn run_exits_1_when_the_program_fails_and_2_on_usage_errors() {
     let (code, out, _) = run_stdin(&["run", "-"], "throw new TypeError('bad')");
     assert_eq!(code, 1);
