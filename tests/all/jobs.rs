@@ -246,7 +246,7 @@ async fn job_kill_ends_the_job_after_its_cleanup() {
 
 /// A tool that waits forever; when its call ends (polled to its end or dropped) it counts
 /// whether its signal had fired by then.
-fn signal_watcher(cancelled: Arc<AtomicUsize>) -> Tool {
+fn signal_watcher(cancelled: Arc<AtomicUsize>, started: Arc<AtomicUsize>) -> Tool {
     struct Watch(codemode::Exec, Arc<AtomicUsize>);
     impl Drop for Watch {
         fn drop(&mut self) {
@@ -256,6 +256,7 @@ fn signal_watcher(cancelled: Arc<AtomicUsize>) -> Tool {
         }
     }
     test_tool("watcher").execute(move |_args, exec| {
+        started.fetch_add(1, Ordering::SeqCst);
         let watch = Watch(exec, cancelled.clone());
         async move {
             let _watch = watch;
@@ -691,9 +692,10 @@ async fn a_background_run_keeps_its_own_time_and_memory_limits() {
 async fn job_kill_of_a_run_cancels_its_calls_in_flight() {
     let stopped = Arc::new(AtomicUsize::new(0));
     let (h, _j) = run_code_harness(RunCodeConfig::default());
+    let started = Arc::new(AtomicUsize::new(0));
     let _t = h
         .registry
-        .register(signal_watcher(stopped.clone()))
+        .register(signal_watcher(stopped.clone(), started.clone()))
         .unwrap();
     h.registry
         .call(
@@ -707,6 +709,11 @@ async fn job_kill_of_a_run_cancels_its_calls_in_flight() {
         job_output(&h.registry, "run_code-1", 5_000).await["output"],
         "go\n"
     );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while started.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the nested call never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let killed = h
         .registry
         .call("job_kill", json!({"job_id": "run_code-1"}))
@@ -714,6 +721,11 @@ async fn job_kill_of_a_run_cancels_its_calls_in_flight() {
         .into_result()
         .unwrap();
     assert_eq!(killed["status"], "killed");
+    // The nested call's future is dropped with the run's state, possibly a moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stopped.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(
         stopped.load(Ordering::SeqCst),
         1,
@@ -749,8 +761,30 @@ fn processes_with(marker: &str) -> usize {
 
 #[test]
 fn a_hundred_jobs_end_within_a_second_of_shutdown_leaving_no_process_or_memory() {
-    // Alone among the heavy tests: it times the shutdown.
+    // Alone among the heavy tests (it times the shutdown), and in a process of its own:
+    // resident memory is the whole process's, other tests' included.
     let _heavy = crate::support::heavy();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "jobs::a_hundred_jobs_alone",
+            "--ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    eprint!("{stderr}");
+}
+
+#[test]
+#[ignore = "run in a process of its own by a_hundred_jobs_end_within_a_second_of_shutdown_leaving_no_process_or_memory"]
+fn a_hundred_jobs_alone() {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -824,7 +858,7 @@ async fn a_hundred_jobs() {
     // asked: give both a moment, then measure what is really held.
     let mut after = rss();
     let settle = Instant::now() + Duration::from_secs(3);
-    while after > baseline + (16 << 20) && Instant::now() < settle {
+    while after > baseline + (2 << 20) && Instant::now() < settle {
         tokio::time::sleep(Duration::from_millis(100)).await;
         // SAFETY: malloc_trim only returns free memory of the allocator to the system.
         unsafe { libc::malloc_trim(0) };
@@ -844,4 +878,69 @@ async fn a_hundred_jobs() {
         baseline >> 20,
         after >> 20
     );
+}
+
+#[tokio::test]
+async fn job_kill_of_a_command_tool_kills_its_process_group() {
+    let marker = format!("codemode-kill-{}", std::process::id());
+    let manifest = codemode::manifest::Manifest::from_json(
+        &json!({"tools": [{
+            "name": "wait", "command": ["sh", "-c", "sleep 600; true", marker],
+            "run_in_background": true, "timeout_ms": 600_000,
+        }]}),
+        std::path::Path::new("."),
+        "kill.json",
+    )
+    .unwrap();
+    let registry = Registry::new();
+    let _jobs = register_job_tools(&registry).unwrap();
+    let _wait = manifest.register(&registry).unwrap();
+    let handle = registry
+        .call("wait", json!({"run_in_background": true}))
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(handle, json!({"kind": "background", "job_id": "wait-1"}));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&marker) == 0 {
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let killed = registry
+        .call("job_kill", json!({"job_id": "wait-1"}))
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(killed["status"], "killed");
+    assert_eq!(processes_with(&marker), 0, "the command's group is gone");
+    threads_gone(registry.jobs()).await;
+}
+
+#[tokio::test]
+async fn a_background_run_s_final_value_is_capped_and_spilled() {
+    let (h, _j) = run_code_harness(RunCodeConfig::default().output_cap(400));
+    h.registry
+        .call(
+            "run_code",
+            json!({"code": "for (let i = 0; i < 200; i++) console.log('line ' + i); return 'x'.repeat(5000)", "run_in_background": true}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    let end = until_ended(&h.registry, "run_code-1").await;
+    let value = &end["value"];
+    assert_eq!(value["status"], "ok");
+    let spill = value["spill"]["path"].as_str().expect("spilled");
+    let full = std::fs::read_to_string(spill).unwrap();
+    assert!(
+        full.contains("line 0\n") && full.contains("line 199\n"),
+        "{full}"
+    );
+    assert!(full.contains(&"x".repeat(5000)));
+    let shown = codemode::run_code::render_text(value);
+    assert!(shown.chars().count() <= 400, "{shown}");
+    // The live output had every line, read once.
+    let lines: Vec<&str> = end["output"].as_str().unwrap().lines().collect();
+    assert_eq!(lines.len(), 200, "{end:#}");
+    assert_eq!(lines[199], "line 199");
 }

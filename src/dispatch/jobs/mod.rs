@@ -448,18 +448,42 @@ impl Entry {
         self.signal.cancel();
     }
 
-    /// Records the end; returns whether the job was published (its end is announced).
-    fn ended(&self, status: JobStatus) -> bool {
-        let published = {
+    /// Records the end and, when the job was handed out, tells its owner (before anyone
+    /// can see the job ended, so that whoever sees the end also finds the notice).
+    fn end(&self, status: JobStatus) {
+        let notice = match &status {
+            JobStatus::Finished(_) => {
+                format!("Background job {} ({}) finished.", self.id, self.label)
+            }
+            JobStatus::Failed(m) => {
+                format!("Background job {} ({}) failed: {m}", self.id, self.label)
+            }
+            JobStatus::Killed(reason) => format!(
+                "Background job {} ({}) ended early: {}.",
+                self.id,
+                self.label,
+                reason.as_str()
+            ),
+            JobStatus::Running => unreachable!("a job's end is never running"),
+        };
+        {
             let mut state = self.lock_state();
+            if self.published.load(Ordering::SeqCst) {
+                // A gone owner refuses softly: nothing to tell.
+                let _ = self.owner.inject(
+                    format!(
+                        "{notice} Read it with job_output {{\"job_id\": \"{}\"}}.",
+                        self.id
+                    ),
+                    "jobs",
+                );
+            }
             *state = State::Ended {
                 status,
                 at: Instant::now(),
             };
-            self.published.load(Ordering::SeqCst)
-        };
+        }
         self.news.notify_waiters();
-        published
     }
 
     fn report(&self, output: OutputRead) -> JobReport {
@@ -613,9 +637,7 @@ impl Jobs {
                     runtime.shutdown_background();
                     match jobs.upgrade() {
                         Some(inner) => Jobs { inner }.finish(&job, status),
-                        None => {
-                            job.ended(status);
-                        }
+                        None => job.end(status),
                     }
                 })
         });
@@ -645,33 +667,7 @@ impl Jobs {
             }
             other => other,
         };
-        let notice = match &status {
-            JobStatus::Finished(_) => {
-                format!("Background job {} ({}) finished.", job.id, job.label)
-            }
-            JobStatus::Failed(m) => {
-                format!("Background job {} ({}) failed: {m}", job.id, job.label)
-            }
-            JobStatus::Killed(reason) => format!(
-                "Background job {} ({}) ended early: {}.",
-                job.id,
-                job.label,
-                reason.as_str()
-            ),
-            JobStatus::Running => unreachable!("a job's end is never running"),
-        };
-        if !job.ended(status) {
-            self.inner.threads.fetch_sub(1, Ordering::SeqCst);
-            self.inner.threads_changed.notify_waiters();
-            return;
-        }
-        let _ = job.owner.inject(
-            format!(
-                "{notice} Read it with job_output {{\"job_id\": \"{}\"}}.",
-                job.id
-            ),
-            "jobs",
-        );
+        job.end(status);
         self.inner.threads.fetch_sub(1, Ordering::SeqCst);
         self.inner.threads_changed.notify_waiters();
     }
