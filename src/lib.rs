@@ -70,7 +70,7 @@ mod sandbox;
 pub mod schema;
 mod value;
 
-pub use builtin::FileTools;
+pub use builtin::{AllowedHosts, FileTools, web_fetch_tool};
 pub use dispatch::jobs;
 pub use dispatch::{
     Agent, AgentDisposed, Arguments, BuildError, CallId, CallToken, Content, ErrorKind, Exec,

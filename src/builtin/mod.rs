@@ -6,12 +6,15 @@
 //! tokio's blocking pool (it is genuinely blocking I/O) and stops early when the call's
 //! signal is cancelled.
 
+mod bash;
 mod cards;
 mod glob;
 mod grep;
 mod list_dir;
 mod read_file;
 mod root;
+mod web_fetch;
+mod write;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{RegisterError, Registry, Tool, ToolError, ToolHandle};
 use root::Root;
+pub use web_fetch::{AllowedHosts, web_fetch_tool};
 
 /// The built-in file tools over one root folder.
 ///
@@ -59,6 +63,22 @@ impl FileTools {
             glob::tool(self.root.clone()),
             grep::tool(self.root.clone()),
         ]
+    }
+
+    /// The tools that change files: `write_file` and `edit_file`. They are separate from
+    /// [`FileTools::tools`] so that a host offers them only on purpose (and gates them
+    /// with its policy, as `codemode --allow write` does).
+    pub fn write_tools(&self) -> Vec<Tool> {
+        vec![
+            write::write_tool(self.root.clone()),
+            write::edit_tool(self.root.clone()),
+        ]
+    }
+
+    /// The shell tool, `bash`: a command run by `bash -c` in the root (or a folder under
+    /// it), in a process group of its own with the environment of manifest commands.
+    pub fn shell_tool(&self) -> Tool {
+        bash::tool(self.root.clone())
     }
 
     /// Registers every tool; the handles keep them registered.

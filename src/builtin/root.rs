@@ -166,6 +166,178 @@ impl Root {
     }
 }
 
+/// What [`Root::write`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Written {
+    /// The file written, relative to the root (a symlink's target inside the root).
+    pub(crate) path: String,
+    /// Whether a file was there before (and was replaced).
+    pub(crate) existed: bool,
+}
+
+impl Root {
+    /// Writes `content` to `requested` inside the root, atomically: into a temporary file
+    /// beside it, then renamed over it, so a reader sees the old file or the new one, never
+    /// a part. Missing parent folders are created. A symlink at the path is written
+    /// through when it points inside the root, refused when it points outside; a parent
+    /// folder that is a symlink out of the root is refused before anything is created. An
+    /// existing file keeps its permission bits; a new one gets `0o644` less the umask. The
+    /// data is not `fsync`ed (atomic for readers, not against a power cut).
+    ///
+    /// # Errors
+    /// Outside the root, the root itself or a folder, or an I/O error (with the path).
+    pub(crate) fn write(&self, requested: &str, content: &[u8]) -> Result<Written, ToolError> {
+        let lexical = self.lexical(requested)?;
+        if lexical == self.path {
+            return Err(ToolError::new(format!(
+                "{requested}: that is the root folder, not a file"
+            )));
+        }
+        // The file the content goes to: a symlink's target, inside the root.
+        let target = match std::fs::symlink_metadata(&lexical) {
+            Ok(m) if m.file_type().is_symlink() => self.resolve(requested)?,
+            _ => lexical,
+        };
+        let parent = target
+            .parent()
+            .ok_or_else(|| outside(requested))?
+            .to_path_buf();
+        let name = target
+            .file_name()
+            .ok_or_else(|| outside(requested))?
+            .to_owned();
+        self.make_folders(requested, &parent)?;
+        let shown = self.relative(&target);
+        let fail = |e: std::io::Error| ToolError::new(format!("{shown}: {e}"));
+        let existing = match std::fs::symlink_metadata(&target) {
+            Ok(m) if m.is_dir() => {
+                return Err(ToolError::new(format!(
+                    "{shown}: is a folder; give the path of a file"
+                )));
+            }
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(fail(e)),
+        };
+        #[cfg(unix)]
+        let mode = existing.as_ref().map_or(0o644, |m| {
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777
+        });
+        #[cfg(not(unix))]
+        let mode = 0o644;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let temp_name = format!(
+            ".{}.codemode-{}-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        #[cfg(target_os = "linux")]
+        if let Some(dir) = &self.dir {
+            use rustix::fs::{
+                AtFlags, Mode, OFlags, ResolveFlags, openat, openat2, renameat, unlinkat,
+            };
+            let relative_parent = parent.strip_prefix(&self.path).unwrap_or(Path::new(""));
+            let relative_parent = if relative_parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                relative_parent
+            };
+            // The parent, opened beneath the root by the kernel: a folder swapped for a
+            // symlink since the checks above cannot move the write out.
+            match openat2(
+                dir.as_ref(),
+                relative_parent,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            ) {
+                Ok(folder) => {
+                    let temp = openat(
+                        &folder,
+                        temp_name.as_str(),
+                        OFlags::WRONLY
+                            | OFlags::CREATE
+                            | OFlags::EXCL
+                            | OFlags::CLOEXEC
+                            | OFlags::NOFOLLOW,
+                        Mode::from_raw_mode(mode),
+                    )
+                    .map_err(|e| fail(e.into()))?;
+                    let mut file = File::from(temp);
+                    let done = std::io::Write::write_all(&mut file, content)
+                        .and_then(|()| {
+                            // The mode asked for, whatever the umask (an existing file's own).
+                            if existing.is_some() {
+                                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))
+                                    .map_err(std::io::Error::from)
+                            } else {
+                                Ok(())
+                            }
+                        })
+                        .and_then(|()| {
+                            renameat(&folder, temp_name.as_str(), &folder, name.as_os_str())
+                                .map_err(std::io::Error::from)
+                        });
+                    if let Err(e) = done {
+                        let _ = unlinkat(&folder, temp_name.as_str(), AtFlags::empty());
+                        return Err(fail(e));
+                    }
+                    return Ok(Written {
+                        path: shown,
+                        existed: existing.is_some(),
+                    });
+                }
+                Err(rustix::io::Errno::XDEV) => return Err(outside(requested)),
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
+                Err(e) => return Err(fail(e.into())),
+            }
+        }
+        let temp = parent.join(&temp_name);
+        let done = std::fs::write(&temp, content)
+            .and_then(|()| {
+                #[cfg(unix)]
+                if existing.is_some() {
+                    std::fs::set_permissions(
+                        &temp,
+                        std::os::unix::fs::PermissionsExt::from_mode(mode),
+                    )?;
+                }
+                Ok(())
+            })
+            .and_then(|()| std::fs::rename(&temp, &target));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&temp);
+            return Err(fail(e));
+        }
+        Ok(Written {
+            path: shown,
+            existed: existing.is_some(),
+        })
+    }
+
+    /// Creates the missing folders of `folder` (an absolute lexical path inside the root),
+    /// after checking that the deepest one that exists is inside the root once symlinks
+    /// are followed.
+    fn make_folders(&self, requested: &str, folder: &Path) -> Result<(), ToolError> {
+        let mut existing = folder;
+        while std::fs::symlink_metadata(existing).is_err() {
+            existing = existing.parent().ok_or_else(|| outside(requested))?;
+        }
+        if !self.contains_real(existing) {
+            return Err(outside(requested));
+        }
+        if existing != folder {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| ToolError::new(format!("{}: {e}", self.relative(folder))))?;
+        }
+        if !self.contains_real(folder) {
+            return Err(outside(requested));
+        }
+        Ok(())
+    }
+}
+
 /// The root folder opened for `openat2` (`None` where it cannot be).
 fn open_root(path: &Path) -> Option<std::os::fd::OwnedFd> {
     #[cfg(target_os = "linux")]

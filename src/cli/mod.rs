@@ -5,6 +5,7 @@
 
 mod commands;
 mod limits;
+mod policy;
 mod setup;
 
 use std::process::ExitCode;

@@ -29,6 +29,11 @@ pub(crate) struct ToolOptions {
     /// `env`, `cwd`, or `url` and `headers`); may be given more than once.
     #[arg(long = "mcp-config", value_name = "FILE")]
     pub(crate) mcp_configs: Vec<PathBuf>,
+    /// Allow what programs may not do by default: `write` (write_file, edit_file under
+    /// --root), `shell` (bash), `net=HOST[,HOST…]` (web_fetch to these hosts). May be given
+    /// more than once. A call of a tool not allowed fails with the flag that would allow it.
+    #[arg(long = "allow", value_name = "WHAT", value_parser = super::policy::parse_allow)]
+    pub(crate) allow: Vec<super::policy::Allow>,
 }
 
 fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
@@ -42,6 +47,7 @@ pub(crate) struct Tools {
     /// What the import of manifests' and servers' JSON Schemas kept for display only, as
     /// `(tool name, warning)`; already said on stderr.
     pub(crate) import_warnings: Vec<(String, ImportWarning)>,
+    _policy: Vec<codemode::hooks::HookHandle>,
     _handles: Vec<ToolHandle>,
     _servers: Vec<Connection>,
 }
@@ -82,9 +88,18 @@ impl ToolOptions {
         let registry = Registry::new();
         let files = FileTools::new(&self.root)
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;
-        let mut handles = files
-            .register(&registry)
+        let permissions = super::policy::Permissions::of(&self.allow);
+        // Every tool is there (and declared); the policy decides what a run may call.
+        let mut tools = files.tools();
+        tools.extend(files.write_tools());
+        tools.push(files.shell_tool());
+        tools.push(codemode::web_fetch_tool(permissions.hosts()));
+        let mut handles = tools
+            .into_iter()
+            .map(|t| registry.register(t))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SetupError(e.to_string()))?;
+        let policy = permissions.install(&registry);
         let mut import_warnings = Vec::new();
         for path in &self.manifests {
             let manifest = Manifest::load(path).map_err(|e| SetupError(e.to_string()))?;
@@ -137,6 +152,7 @@ impl ToolOptions {
         Ok(Tools {
             registry,
             import_warnings,
+            _policy: policy,
             _handles: handles,
             _servers: servers,
         })

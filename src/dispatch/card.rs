@@ -131,8 +131,10 @@ pub enum ResultCard {
         /// How many matches or paths there were in all.
         total: u64,
     },
-    /// A fetched web page.
+    /// A web page fetched, or a web search.
     Web {
+        /// `fetch` (a page) or `search`.
+        kind: String,
         /// The address.
         url: String,
         /// The page title, when known.

@@ -1,5 +1,6 @@
 //! Integration tests: one binary (as wasmtime's `tests/all`), one module per area.
 
+mod act;
 mod builtin;
 mod cap;
 mod check;

@@ -1,0 +1,334 @@
+//! The tools that act (write_file, edit_file, bash, web_fetch) and the permissions that
+//! gate them, through the built binary.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Runs `codemode run - --json ARGS` over `root` with `program`; returns the exit code, the
+/// canonical value and stderr.
+fn run(root: &Path, args: &[&str], program: &str) -> (i32, Value, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "-", "--json", "--root", root.to_str().unwrap()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(program.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (
+        out.status.code().unwrap_or(-1),
+        value,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn message(value: &Value) -> &str {
+    value["error"]["message"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn writing_is_denied_unless_allowed_and_says_which_flag_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (program, flag) in [
+        (
+            "await tools.write_file({path: 'a.txt', content: 'x'})",
+            "--allow write",
+        ),
+        (
+            "await tools.edit_file({path: 'a.txt', old_text: 'x', new_text: 'y'})",
+            "--allow write",
+        ),
+        ("await tools.bash({command: 'true'})", "--allow shell"),
+        (
+            "await tools.web_fetch({url: 'http://127.0.0.1:1/'})",
+            "--allow net=HOST",
+        ),
+    ] {
+        let (code, v, _) = run(dir.path(), &[], program);
+        assert_eq!(code, 1, "{program}");
+        let tool = program.split(['.', '(']).nth(1).unwrap();
+        assert_eq!(v["error"]["name"], "ToolCallError");
+        assert_eq!(
+            message(&v),
+            format!("{tool}: not allowed in this run; run codemode with {flag} to allow it")
+        );
+    }
+    assert!(!dir.path().join("a.txt").exists());
+}
+
+#[test]
+fn write_file_creates_replaces_atomically_and_stays_in_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+    std::fs::write(root.join("target.txt"), "old").unwrap();
+    std::os::unix::fs::symlink("target.txt", root.join("link.txt")).unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("secret_link"))
+        .unwrap();
+    let program = r#"
+        const made = await tools.write_file({path: "new/deep/a.txt", content: "one\n"});
+        const again = await tools.write_file({path: "new/deep/a.txt", content: "two\n"});
+        const through = await tools.write_file({path: "link.txt", content: "via link"});
+        const refused = [];
+        for (const path of ["../x.txt", "/etc/codemode-x", "out/x.txt", "secret_link", "new"]) {
+            try { await tools.write_file({path, content: "no"}); refused.push("written"); }
+            catch (e) { refused.push(e.message); }
+        }
+        return {made, again, through, refused};
+    "#;
+    let (code, v, err) = run(root, &["--allow", "write"], program);
+    assert_eq!(code, 0, "{v} {err}");
+    let r = &v["result"];
+    assert_eq!(
+        r["made"],
+        serde_json::json!({"path": "new/deep/a.txt", "bytes": 4, "existed": false})
+    );
+    assert_eq!(r["again"]["existed"], true);
+    assert_eq!(r["through"]["path"], "target.txt");
+    assert_eq!(
+        std::fs::read_to_string(root.join("new/deep/a.txt")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("target.txt")).unwrap(),
+        "via link"
+    );
+    assert!(
+        std::fs::symlink_metadata(root.join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let outside_msg = |p: &str| {
+        format!("{p}: the path is outside the root folder; use a path relative to the root")
+    };
+    assert_eq!(
+        r["refused"],
+        serde_json::json!([
+            outside_msg("../x.txt"),
+            outside_msg("/etc/codemode-x"),
+            outside_msg("out/x.txt"),
+            outside_msg("secret_link"),
+            "new: is a folder; give the path of a file",
+        ])
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+        "s"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+    // No temporary file is left beside what was written.
+    let left: Vec<_> = std::fs::read_dir(root.join("new/deep"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["a.txt"]);
+}
+
+#[test]
+fn edit_file_replaces_exact_text_once_or_everywhere_and_reports_hunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("m.rs"),
+        "fn old() {}\nfn main() { old(); old(); }\n",
+    )
+    .unwrap();
+    let program = r#"
+        const errors = [];
+        for (const args of [
+            {path: "m.rs", old_text: "missing", new_text: "x"},
+            {path: "m.rs", old_text: "old", new_text: "new"},
+            {path: "nope.rs", old_text: "a", new_text: "b"},
+        ]) {
+            try { await tools.edit_file(args); } catch (e) { errors.push(e.message); }
+        }
+        const one = await tools.edit_file({path: "m.rs", old_text: "fn old()", new_text: "fn renamed()"});
+        const all = await tools.edit_file({path: "m.rs", old_text: "old()", new_text: "renamed()", replace_all: true});
+        return {errors, one, all};
+    "#;
+    let (code, v, err) = run(root, &["--allow", "write"], program);
+    assert_eq!(code, 0, "{v} {err}");
+    let r = &v["result"];
+    assert_eq!(
+        r["errors"],
+        serde_json::json!([
+            "m.rs: old_text was not found; it must match the file exactly, whitespace and line breaks included (read_file shows the text)",
+            "m.rs: old_text occurs 3 times; include more of the surrounding text to pick one, or set replace_all to replace them all",
+            "nope.rs: no such file or directory",
+        ])
+    );
+    assert_eq!(r["one"]["replacements"], 1);
+    assert_eq!(
+        r["one"]["hunks"],
+        serde_json::json!([{"old_start": 1, "old_lines": ["fn old() {}"], "new_start": 1, "new_lines": ["fn renamed() {}"]}])
+    );
+    assert_eq!(r["all"]["replacements"], 2);
+    assert_eq!(
+        r["all"]["hunks"],
+        serde_json::json!([{"old_start": 2, "old_lines": ["fn main() { old(); old(); }"], "new_start": 2, "new_lines": ["fn main() { renamed(); renamed(); }"]}])
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("m.rs")).unwrap(),
+        "fn renamed() {}\nfn main() { renamed(); renamed(); }\n"
+    );
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .count()
+}
+
+#[test]
+fn bash_returns_exit_codes_bounds_output_times_out_and_is_killed_with_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let program = r#"
+        const fail = await tools.bash({command: "echo out; echo err >&2; exit 3"});
+        const here = await tools.bash({command: "pwd", cwd: "sub"});
+        const big = await tools.bash({command: "head -c 100000 /dev/zero | tr '\\0' a"});
+        let slow;
+        try { await tools.bash({command: "sleep 5", timeout_ms: 200}); } catch (e) { slow = e.message; }
+        let outside;
+        try { await tools.bash({command: "true", cwd: ".."}); } catch (e) { outside = e.message; }
+        return {fail, here: here.stdout, big: big.stdout.length, dropped: big.stdout.includes("… 67232 bytes dropped …"), slow, outside};
+    "#;
+    let (code, v, err) = run(root, &["--allow", "shell"], program);
+    assert_eq!(code, 0, "{v} {err}");
+    let r = &v["result"];
+    assert_eq!(
+        r["fail"],
+        serde_json::json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 3})
+    );
+    let real = root.canonicalize().unwrap();
+    assert_eq!(r["here"], format!("{}/sub\n", real.display()));
+    assert_eq!(r["dropped"], true, "{r}");
+    assert_eq!(
+        r["slow"],
+        "the command did not finish within 200 ms and was killed; output so far:\n"
+    );
+    assert_eq!(
+        r["outside"],
+        "..: the path is outside the root folder; use a path relative to the root"
+    );
+
+    // The run's timeout cancels the call: the command's whole group is killed.
+    let marker = format!("codemode-bash-{}", std::process::id());
+    let program = format!("await tools.bash({{command: 'sleep 60 & sleep 60; echo {marker}'}})");
+    let (code, v, _) = run(root, &["--allow", "shell", "--timeout", "1000"], &program);
+    assert_eq!(code, 1);
+    assert_eq!(v["error"]["name"], "TimeoutError");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(processes_with(&marker), 0);
+}
+
+/// A loopback HTTP server for the tests: `/page` (HTML), `/text`, `/big` (2 MB),
+/// `/to-page` (a redirect to `/page`), `/away` (a redirect to `other`'s port), anything
+/// else 404. Serves until the test process ends.
+fn http_server(other: u16) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut line = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            let (status, headers, body): (&str, String, Vec<u8>) = match path.as_str() {
+                "/page" => ("200 OK", "Content-Type: text/html; charset=utf-8\r\n".into(),
+                    b"<html><head><title>The  Page</title></head><body><h1>Hello</h1><p>World &amp; <b>all</b></p><script>ignored()</script></body></html>".to_vec()),
+                "/text" => ("200 OK", "Content-Type: text/plain\r\n".into(), b"plain text".to_vec()),
+                "/big" => ("200 OK", "Content-Type: text/plain\r\n".into(), vec![b'x'; 2 << 20]),
+                "/to-page" => ("302 Found", "Location: /page\r\n".into(), Vec::new()),
+                "/away" => ("302 Found", format!("Location: http://127.0.0.1:{other}/page\r\n"), Vec::new()),
+                _ => ("404 Not Found", "Content-Type: text/plain\r\n".into(), b"no".to_vec()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    port
+}
+
+#[test]
+fn web_fetch_reads_allowed_hosts_rechecks_redirects_and_bounds_the_body() {
+    let other = http_server(1);
+    let port = http_server(other);
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let program = format!(
+        r#"
+        const page = await tools.web_fetch({{url: "{base}/to-page"}});
+        const missing = await tools.web_fetch({{url: "{base}/nothing"}});
+        const big = await tools.web_fetch({{url: "{base}/big", max_bytes: 1000}});
+        const refused = [];
+        for (const url of ["{base}/away", "http://127.0.0.1:{other}/page", "file:///etc/passwd"]) {{
+            try {{ await tools.web_fetch({{url}}); refused.push("fetched"); }} catch (e) {{ refused.push(e.message); }}
+        }}
+        return {{page, missing: missing.status, big: [big.bytes, big.truncated, big.text.length], refused}};
+        "#
+    );
+    let allow = format!("net=127.0.0.1:{port}");
+    let (code, v, err) = run(dir.path(), &["--allow", &allow], &program);
+    assert_eq!(code, 0, "{v} {err}");
+    let r = &v["result"];
+    assert_eq!(r["page"]["url"], format!("{base}/page"));
+    assert_eq!(r["page"]["status"], 200);
+    assert_eq!(r["page"]["title"], "The Page");
+    let text = r["page"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Hello") && text.contains("World & **all**"),
+        "{text}"
+    );
+    assert!(!text.contains("ignored()"), "{text}");
+    assert_eq!(r["missing"], 404);
+    assert_eq!(r["big"], serde_json::json!([1000, true, 1000]));
+    assert_eq!(
+        r["refused"],
+        serde_json::json!([
+            format!(
+                "http://127.0.0.1:{other}/page: host 127.0.0.1:{other} is not among the hosts this tool may reach (127.0.0.1:{port}); a redirect is checked like the first address"
+            ),
+            format!(
+                "http://127.0.0.1:{other}/page: host 127.0.0.1:{other} is not allowed; run codemode with --allow net=127.0.0.1:{other} to allow it"
+            ),
+            "file:///etc/passwd: only http and https addresses are fetched, not file",
+        ])
+    );
+}
