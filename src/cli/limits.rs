@@ -8,8 +8,9 @@ use codemode::run_code::{Limits, RunCodeConfig};
 /// How programs run: the flags `codemode run` and `codemode mcp` share.
 #[derive(Debug, Args)]
 pub(crate) struct RunLimits {
-    /// Wall-clock limit for the whole run, in milliseconds (at least 1).
-    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Wall-clock limit for the whole run: a duration with a unit (`30s`, `500ms`, `2m`,
+    /// `1h`) or a number of milliseconds; at least 1ms.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_timeout)]
     timeout: u64,
     /// Memory limit of the engine, in bytes; suffixes k, M, G (powers of 1000) and KiB,
     /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`; at least 1MiB.
@@ -81,6 +82,43 @@ fn parse_stack(text: &str) -> Result<usize, String> {
 }
 
 /// Parses `64MiB`, `512k`, `1G`, `1048576`.
+/// Parses a timeout: a duration of at least 1 ms, in milliseconds.
+fn parse_timeout(text: &str) -> Result<u64, String> {
+    match parse_duration_ms(text)? {
+        0 => Err(format!("{text:?} is too short: at least 1ms")),
+        ms => Ok(ms),
+    }
+}
+
+/// Parses a duration into milliseconds: a number with a unit, `ms`, `s`, `m` (or `min`)
+/// or `h`, a fraction allowed (`1.5s`); a bare number is milliseconds.
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.' && c != '_')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number.replace('_', "").parse().map_err(|_| {
+        format!("{text:?} is not a duration: expected a number with a unit, like 30s or 500ms")
+    })?;
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" => 1.0,
+        "s" | "sec" => 1_000.0,
+        "m" | "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?}: use ms, s, m or h"
+            ));
+        }
+    };
+    let ms = (n * factor).round();
+    if !ms.is_finite() || ms > u64::MAX as f64 / 2.0 {
+        return Err(format!("{text:?} is too long"));
+    }
+    Ok(ms as u64)
+}
+
 fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t
@@ -111,7 +149,33 @@ fn parse_size(text: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_duration_ms, parse_size, parse_timeout};
+
+    #[test]
+    fn durations_take_units_or_milliseconds() {
+        assert_eq!(parse_duration_ms("30s"), Ok(30_000));
+        assert_eq!(parse_duration_ms("500ms"), Ok(500));
+        assert_eq!(parse_duration_ms("1.5s"), Ok(1_500));
+        assert_eq!(parse_duration_ms("2m"), Ok(120_000));
+        assert_eq!(parse_duration_ms("1h"), Ok(3_600_000));
+        assert_eq!(parse_duration_ms("250"), Ok(250));
+        assert_eq!(parse_duration_ms("0"), Ok(0));
+        assert_eq!(
+            parse_duration_ms("3 weeks"),
+            Err("unknown duration unit \"weeks\": use ms, s, m or h".into())
+        );
+        assert_eq!(
+            parse_duration_ms("soon"),
+            Err(
+                "\"soon\" is not a duration: expected a number with a unit, like 30s or 500ms"
+                    .into()
+            )
+        );
+        assert_eq!(
+            parse_timeout("0s"),
+            Err("\"0s\" is too short: at least 1ms".into())
+        );
+    }
 
     #[test]
     fn sizes_parse_with_units() {

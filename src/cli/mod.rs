@@ -23,15 +23,30 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a program (a file, or `-` for standard input) and print its logs and result.
+    #[command(
+        after_help = "Example:\n  codemode run examples/word_stats.ts --root . --tools examples/tools/manifest.json\n  echo 'return (await tools.glob({pattern: \"**/*.rs\"})).total' | codemode run - --timeout 10s\n  codemode run fix.ts --allow write --allow shell --allow net=docs.rs"
+    )]
     Run(commands::run::RunCommand),
     /// Check a program against the tools without running it: syntax, tool names, argument
     /// objects (`--tsc`: also the TypeScript compiler).
+    #[command(
+        after_help = "Example:\n  codemode check examples/word_stats.ts --tools examples/tools/manifest.json --tsc"
+    )]
     Check(commands::check::CheckCommand),
     /// Print the TypeScript declarations of the tools a program sees.
+    #[command(
+        after_help = "Example:\n  codemode types --tools examples/tools/manifest.json > tools.d.ts"
+    )]
     Types(commands::types::TypesCommand),
     /// List the tools a program sees, with their descriptions.
+    #[command(
+        after_help = "Example:\n  codemode tools --mcp everything=\"npx @modelcontextprotocol/server-everything\""
+    )]
     Tools(commands::tools::ToolsCommand),
     /// Serve run_code to an MCP client, over stdio or (--http) streamable HTTP.
+    #[command(
+        after_help = "Example:\n  codemode mcp --root /path/to/project --allow write\n  codemode mcp --root . --http 8931 --yield-after 5s"
+    )]
     Mcp(commands::mcp::McpCommand),
 }
 

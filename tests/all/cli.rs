@@ -89,7 +89,7 @@ fn run_exits_1_when_the_program_fails_and_2_on_usage_errors() {
             "too small: the engine needs at least 1MiB",
         ),
         ("--memory", "0", "too small"),
-        ("--timeout", "0", "0 is not in 1.."),
+        ("--timeout", "0", "\"0\" is too short: at least 1ms"),
         ("--max-in-flight", "0", "0 is not in 1.."),
         ("--root", "Cargo.toml", "--root Cargo.toml: not a folder"),
         (
@@ -296,4 +296,45 @@ fn count_fns(text: &str) -> (usize, usize) {
         }
     }
     (fns, public)
+}
+
+#[test]
+fn every_subcommand_s_help_ends_with_an_example() {
+    for sub in ["run", "check", "types", "tools", "mcp"] {
+        let out = codemode().args([sub, "--help"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{sub}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let tail: Vec<&str> = help
+            .trim_end()
+            .lines()
+            .rev()
+            .take_while(|l| l.starts_with("  codemode "))
+            .collect();
+        assert!(
+            !tail.is_empty(),
+            "{sub} --help ends without an example:\n{help}"
+        );
+        assert!(help.contains("\nExample:\n  codemode "), "{sub}");
+    }
+}
+
+#[test]
+fn limits_take_units() {
+    let (code, out, err) = run_stdin(&["run", "-", "--timeout", "300ms"], "while (true) {}");
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        out,
+        "error: TimeoutError: the program did not finish within its 300 ms timeout\n"
+    );
+    let (code, out, _) = run_stdin(
+        &["run", "-", "--timeout", "1.5s", "--memory", "32MiB"],
+        "return 1",
+    );
+    assert_eq!((code, out.as_str()), (0, "result: 1\n"));
+    let (code, _, err) = run_stdin(&["run", "-", "--timeout", "3 weeks"], "return 1");
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("invalid value '3 weeks' for '--timeout <TIME>': unknown duration unit \"weeks\": use ms, s, m or h"),
+        "{err}"
+    );
 }

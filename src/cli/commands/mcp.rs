@@ -59,10 +59,11 @@ pub(crate) struct McpCommand {
         value_parser = clap::value_parser!(u64).range(0..=64)
     )]
     warm_engines: u64,
-    /// A run_code call still running after MS milliseconds answers `status: "running"`
-    /// with a job id, and the program goes on as a background job of the session (read it
-    /// with job_output, stop it with job_kill); 0 waits for every run to end.
-    #[arg(long = "yield-after", value_name = "MS", default_value_t = DEFAULT_YIELD_AFTER.as_millis() as u64)]
+    /// A run_code call still running after TIME (`10s`, `500ms`, or milliseconds) answers
+    /// `status: "running"` with a job id, and the program goes on as a background job of
+    /// the session (read it with job_output, stop it with job_kill); 0 waits for every run
+    /// to end.
+    #[arg(long = "yield-after", value_name = "TIME", default_value_t = DEFAULT_YIELD_AFTER.as_millis() as u64, value_parser = crate::cli::limits::parse_duration_ms)]
     yield_after: u64,
 }
 

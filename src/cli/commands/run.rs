@@ -31,11 +31,11 @@ pub(crate) struct RunCommand {
     /// under `--root`, where the built-in `read_file` can read them.
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
-    /// Once the program has run MS milliseconds, go on with it as a background job (as
+    /// Once the program has run TIME (`2s`, `500ms`, or milliseconds), go on with it as a background job (as
     /// `run_code`'s `yield_after_ms` does for a model) and show its progress on stderr: its
     /// console lines as they come, and a line every 5 s of silence. The result is printed
     /// when it ends, as without this option; Ctrl-C ends the job.
-    #[arg(long = "yield-after", value_name = "MS")]
+    #[arg(long = "yield-after", value_name = "TIME", value_parser = crate::cli::limits::parse_duration_ms)]
     yield_after: Option<u64>,
 }
 
