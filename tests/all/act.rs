@@ -332,3 +332,53 @@ fn web_fetch_reads_allowed_hosts_rechecks_redirects_and_bounds_the_body() {
         ])
     );
 }
+
+#[test]
+fn the_rename_example_edits_a_project_and_runs_its_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["geometry.py", "report.py", "test_geometry.py"] {
+        std::fs::copy(
+            repo.join("examples/rename_project").join(name),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "examples/rename_function.ts", "--root"])
+        .arg(dir.path())
+        .args(["--allow", "write", "--allow", "shell"])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout,
+        "geometry.py: 1 replaced\nreport.py: 2 replaced\ntest_geometry.py: 2 replaced\n\
+         result: {\"renamed\":\"circle_area -> area_of_circle\",\"files\":[\"geometry.py\",\"report.py\",\"test_geometry.py\"],\"passed\":[\"circle\",\"square\",\"total\"],\"exit_code\":0}\n"
+    );
+    let report = std::fs::read_to_string(dir.path().join("report.py")).unwrap();
+    assert!(report.contains("from geometry import area_of_circle, square_area"));
+    assert!(!report.contains("circle_area"));
+    // Run again without --allow shell: nothing is left to rename, and the tests are refused.
+    let again = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "examples/rename_function.ts", "--root"])
+        .arg(dir.path())
+        .args(["--allow", "write"])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stdout)
+            .contains("bash: not allowed in this run; run codemode with --allow shell to allow it"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+}
