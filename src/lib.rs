@@ -108,7 +108,9 @@ pub mod cards {
     //! A tool supplies them with
     //! [`ToolBuilder::present_call`](crate::ToolBuilder::present_call) and
     //! [`ToolBuilder::present_result`](crate::ToolBuilder::present_result).
-    pub use crate::dispatch::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
+    pub use crate::dispatch::{
+        CallCard, CardRecord, Hunk, Location, ResultCard, SearchGroup, SearchMatch,
+    };
 }
 
 pub mod prelude {

@@ -294,8 +294,11 @@ fn written_card(verb: &str, args: &Value, outcome: &Outcome) -> ResultCard {
 /// The completed `diff` card of an edit, from its hunks alone (no file read).
 fn edited_card(args: &Value, outcome: &Outcome) -> ResultCard {
     let path = text(args, "path");
+    // The presentation meta's hunks; a call from a program has none (nested calls are not
+    // presented), and its value holds the same.
     let hunks = outcome
         .meta()
+        .or_else(|| outcome.value())
         .and_then(|m| m.get("hunks"))
         .and_then(|h| serde_json::from_value::<Vec<HunkData>>(h.clone()).ok());
     match (hunks, outcome.is_error()) {

@@ -144,3 +144,58 @@ pub enum ResultCard {
         text: String,
     },
 }
+
+/// What a UI needs to draw a finished call's cards again later, with no file, clock or
+/// tool at hand: the tool's name, the arguments and the outcome as recorded. Cards are pure
+/// functions of these ([`Tool::present_call`](super::Tool::present_call) of the arguments,
+/// [`Tool::present_result`](super::Tool::present_result) of the arguments and
+/// [`CardRecord::outcome`]), so a replay gives the same JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct CardRecord {
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// The value of a successful call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The message of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rendered text the model read.
+    pub text: String,
+    /// The presentation meta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl CardRecord {
+    /// The record of a finished call.
+    pub fn of(exec: &super::Exec, outcome: &super::Outcome) -> CardRecord {
+        CardRecord {
+            tool: outcome.tool().to_owned(),
+            arguments: (**exec.arguments()).clone(),
+            value: outcome.value().cloned(),
+            error: outcome.error_info().map(|e| e.message().to_owned()),
+            text: outcome.text(),
+            meta: outcome.meta().cloned(),
+        }
+    }
+
+    /// The outcome as recorded (call id 0, no elapsed time), for
+    /// [`Tool::present_result`](super::Tool::present_result).
+    pub fn outcome(&self) -> super::Outcome {
+        super::Outcome {
+            call_id: super::CallId(0),
+            tool: self.tool.as_str().into(),
+            result: match (&self.value, &self.error) {
+                (Some(v), None) => Ok(v.clone()),
+                (_, error) => Err(super::ToolError::new(error.clone().unwrap_or_default())),
+            },
+            content: vec![super::Content::text(self.text.clone())],
+            meta: self.meta.clone(),
+            context: Vec::new(),
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+}

@@ -26,7 +26,7 @@ mod validate;
 pub use agent::{Agent, AgentDisposed, Injection};
 pub use around::{Around, Deadline, Metrics, MetricsSnapshot, Next, Retry, ToolMetrics, around_fn};
 pub use call::{Arguments, CallId, CallToken, Exec};
-pub use card::{CallCard, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
+pub use card::{CallCard, CardRecord, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 pub use guard::Guard;
 pub use hooks::HookHandle;
 pub use observe::{Observer, Progress, ProgressSink};

@@ -21,6 +21,16 @@ pub(crate) fn notify(hooks: &HookSet, exec: &Exec, outcome: &Outcome) {
     }
 }
 
+/// Tells every observer that a call started (see [`Observer::started`]); a panicking
+/// observer is contained, as in [`notify`].
+pub(crate) fn started(hooks: &HookSet, exec: &Exec) {
+    for (_, observer) in &hooks.observers {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| observer.started(exec))) {
+            tracing::warn!(tool = %exec.name(), "an observer panicked at a call's start: {}", panic_message(&p));
+        }
+    }
+}
+
 /// Tells every observer of `exec`'s registry about a call's progress (see
 /// [`Exec::progress`]). A panicking observer is contained, as in [`notify`].
 pub(crate) fn progress(hooks: &HookSet, exec: &Exec, progress: &Progress) {
@@ -107,6 +117,12 @@ pub trait Observer: Send + Sync + 'static {
     /// overridden; called on the reporting tool's task, so it must not block.
     fn progress(&self, exec: &Exec, progress: &Progress) {
         let _ = (exec, progress);
+    }
+
+    /// Sees a call start (its tool found, before its arguments are checked): where a UI
+    /// shows the call's pending card. Does nothing unless overridden; must not block.
+    fn started(&self, exec: &Exec) {
+        let _ = exec;
     }
 }
 

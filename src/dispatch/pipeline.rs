@@ -39,6 +39,9 @@ pub(crate) async fn run(registry: Registry, request: Request) -> Outcome {
     let exec = Exec::for_call(&registry, call_id, &tool, request);
     let arguments = exec.arguments().clone();
     let hooks = registry.inner.hooks.snapshot();
+    if !hooks.observers.is_empty() {
+        observe::started(&hooks, &exec);
+    }
 
     let result = checked_value(&tool, &exec, &arguments, &hooks).await;
     let (content, result) = output::rendered(&tool, &exec, &arguments, result);

@@ -382,3 +382,135 @@ fn the_rename_example_edits_a_project_and_runs_its_tests() {
         String::from_utf8_lossy(&again.stdout)
     );
 }
+
+#[test]
+fn cards_of_every_kind_are_written_as_json_lines_and_replay_identically() {
+    let port = http_server(1);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a.txt"), "alpha\nbeta\n").unwrap();
+    let cards = root.join("cards.jsonl");
+    let program = format!(
+        r#"
+        await tools.read_file({{path: "a.txt"}});
+        await tools.grep({{pattern: "beta"}});
+        await tools.glob({{pattern: "*.txt"}});
+        await tools.write_file({{path: "b.txt", content: "new\n"}});
+        await tools.edit_file({{path: "a.txt", old_text: "beta", new_text: "gamma"}});
+        await tools.bash({{command: "echo hi"}});
+        await tools.web_fetch({{url: "http://127.0.0.1:{port}/page"}});
+        try {{ await tools.read_file({{path: "missing"}}); }} catch {{}}
+        return "done";
+        "#
+    );
+    let allow = format!("net=127.0.0.1:{port}");
+    let (code, v, err) = run(
+        root,
+        &[
+            "--allow",
+            "write",
+            "--allow",
+            "shell",
+            "--allow",
+            &allow,
+            "--cards",
+            cards.to_str().unwrap(),
+        ],
+        &program,
+    );
+    assert_eq!(code, 0, "{v} {err}");
+    let lines: Vec<Value> = std::fs::read_to_string(&cards)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // run_code and its 8 calls, each pending then completed.
+    assert_eq!(lines.len(), 18);
+    let kinds: Vec<(String, String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["event"].as_str().unwrap().to_owned(),
+                l["tool"].as_str().unwrap().to_owned(),
+                l["card"]["card"].as_str().unwrap().to_owned(),
+            )
+        })
+        .filter(|(e, _, _)| e == "completed")
+        .collect();
+    let expected = [
+        ("read_file", "generic"),
+        ("grep", "search"),
+        ("glob", "search"),
+        ("write_file", "generic"),
+        ("edit_file", "diff"),
+        ("bash", "terminal"),
+        ("web_fetch", "web"),
+        ("read_file", "generic"),
+        ("run_code", "generic"),
+    ];
+    assert_eq!(
+        kinds,
+        expected
+            .iter()
+            .map(|(t, c)| ("completed".to_owned(), (*t).to_owned(), (*c).to_owned()))
+            .collect::<Vec<_>>()
+    );
+    let run_code_token = lines[0]["token"].clone();
+    assert!(lines[1..17].iter().all(|l| l["parent"] == run_code_token));
+    let edit = lines
+        .iter()
+        .find(|l| l["tool"] == "edit_file" && l["event"] == "completed")
+        .unwrap();
+    assert_eq!(
+        edit["card"],
+        serde_json::json!({"card": "diff", "path": "a.txt", "hunks": [{"old_start": 2, "old_lines": ["beta"], "new_start": 2, "new_lines": ["gamma"]}]})
+    );
+    let web = lines
+        .iter()
+        .find(|l| l["tool"] == "web_fetch" && l["event"] == "completed")
+        .unwrap();
+    assert_eq!(web["card"]["kind"], "fetch");
+    assert_eq!(web["card"]["title"], "The Page");
+
+    // Replayed from the records alone (the files changed since, no server, no clock).
+    std::fs::remove_dir_all(root).unwrap();
+    std::fs::create_dir(root).unwrap();
+    let files = codemode::FileTools::new(root).unwrap();
+    let mut tools = files.tools();
+    tools.extend(files.write_tools());
+    tools.push(files.shell_tool());
+    tools.push(codemode::web_fetch_tool(codemode::AllowedHosts::default()));
+    tools.push(codemode::run_code::run_code_tool(Default::default()));
+    let tool = |name: &str| tools.iter().find(|t| t.name() == name).unwrap();
+    let mut pending = std::collections::HashMap::new();
+    for line in &lines {
+        let name = line["tool"].as_str().unwrap();
+        if line["event"] == "pending" {
+            pending.insert(line["call"].clone(), line["card"].clone());
+            continue;
+        }
+        let record: codemode::cards::CardRecord =
+            serde_json::from_value(line["record"].clone()).unwrap();
+        let call = serde_json::to_value(tool(name).present_call(&record.arguments)).unwrap();
+        assert_eq!(call, pending[&line["call"]], "{name}");
+        let result =
+            serde_json::to_value(tool(name).present_result(&record.arguments, &record.outcome()))
+                .unwrap();
+        assert_eq!(result, line["card"], "{name}");
+    }
+    // Old or malformed arguments give the generic card, never a panic.
+    let odd = serde_json::json!({"path": 5});
+    let card = serde_json::to_value(tool("edit_file").present_call(&odd)).unwrap();
+    assert_eq!(card["card"], "generic");
+    let record = codemode::cards::CardRecord {
+        tool: "edit_file".into(),
+        arguments: odd.clone(),
+        value: Some(serde_json::json!({"unexpected": true})),
+        error: None,
+        text: String::new(),
+        meta: None,
+    };
+    let card =
+        serde_json::to_value(tool("edit_file").present_result(&odd, &record.outcome())).unwrap();
+    assert_eq!(card["card"], "generic");
+}

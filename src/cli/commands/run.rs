@@ -37,6 +37,12 @@ pub(crate) struct RunCommand {
     /// when it ends, as without this option; Ctrl-C ends the job.
     #[arg(long = "yield-after", value_name = "TIME", value_parser = crate::cli::limits::parse_duration_ms)]
     yield_after: Option<u64>,
+    /// Write the run's cards to FILE as JSON lines, for a UI: a `pending` line with the
+    /// call card when a call starts, a `completed` line with the result card and the
+    /// record it was drawn from when it ends (`run_code` and every call its program made;
+    /// `token`/`parent` nest them).
+    #[arg(long, value_name = "FILE")]
+    cards: Option<PathBuf>,
 }
 
 /// The text of a program: the file `program`, or standard input for `-`.
@@ -82,6 +88,18 @@ impl RunCommand {
         };
         let config = self.limits.run_code_config().spill(Some(spill));
         let _progress = tools.registry.observe(ProgressLines);
+        let _cards = match &self.cards {
+            None => None,
+            Some(path) => {
+                let file = std::fs::File::create(path)
+                    .map_err(|e| SetupError(format!("--cards {}: {e}", path.display())))?;
+                Some(
+                    tools
+                        .registry
+                        .observe(CardLines(std::sync::Mutex::new(file))),
+                )
+            }
+        };
         let _run = tools
             .registry
             .register(run_code_tool(config))
@@ -179,6 +197,56 @@ async fn follow(
                 )));
             }
         }
+    }
+}
+
+/// Writes each call's cards as JSON lines (`--cards`).
+struct CardLines(std::sync::Mutex<std::fs::File>);
+
+impl CardLines {
+    fn write(&self, line: &Value) {
+        use std::io::Write;
+        let mut file = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = writeln!(file, "{line}");
+    }
+
+    fn ids(exec: &Exec) -> Value {
+        json!({
+            "call": exec.call_id().get(),
+            "token": exec.token().to_string(),
+            "parent": exec.parent().map(|p| p.to_string()),
+            "tool": exec.name(),
+        })
+    }
+}
+
+impl Observer for CardLines {
+    fn started(&self, exec: &Exec) {
+        let Some(tool) = exec.registry().and_then(|r| r.get(exec.name())) else {
+            return;
+        };
+        let mut line = Self::ids(exec);
+        line["event"] = json!("pending");
+        line["card"] =
+            serde_json::to_value(tool.present_call(exec.arguments())).unwrap_or_default();
+        self.write(&line);
+    }
+
+    fn observe(&self, exec: &Exec, outcome: &Outcome) {
+        let Some(tool) = exec.registry().and_then(|r| r.get(exec.name())) else {
+            return;
+        };
+        let record = codemode::cards::CardRecord::of(exec, outcome);
+        let mut line = Self::ids(exec);
+        line["event"] = json!("completed");
+        line["ms"] = json!(outcome.elapsed().as_millis() as u64);
+        line["card"] = serde_json::to_value(tool.present_result(exec.arguments(), outcome))
+            .unwrap_or_default();
+        line["record"] = serde_json::to_value(&record).unwrap_or_default();
+        self.write(&line);
     }
 }
 
