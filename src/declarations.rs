@@ -18,6 +18,7 @@ pub fn tool_decls(registry: &Registry) -> Vec<ToolDecl> {
             tool_decl(
                 t.name(),
                 t.description(),
+                t.annotations(),
                 t.parameters().to_json_schema(),
                 t.output().to_json_schema(),
             )
@@ -40,6 +41,9 @@ pub fn mcp_tool_decls(list: &serde_json::Value) -> Vec<ToolDecl> {
                 t.get("description")
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or(""),
+                &t.get("annotations")
+                    .map(crate::ToolAnnotations::from_mcp)
+                    .unwrap_or_default(),
                 t.get("inputSchema")
                     .cloned()
                     .unwrap_or(serde_json::Value::Bool(true)),
@@ -51,17 +55,26 @@ pub fn mcp_tool_decls(list: &serde_json::Value) -> Vec<ToolDecl> {
         .collect()
 }
 
+/// The tool for the generator; its annotations lead its description in a few words
+/// (`[read-only] Read a text file…`, `[destructive, open-world] Run a shell command…`).
 fn tool_decl(
     name: &str,
     description: &str,
+    annotations: &crate::ToolAnnotations,
     input_schema: serde_json::Value,
     output_schema: serde_json::Value,
 ) -> ToolDecl {
     let alias = tool_alias(name);
+    let tag = annotations.tag();
+    let description = if tag.is_empty() {
+        description.to_owned()
+    } else {
+        format!("[{tag}] {}", description.trim_start())
+    };
     ToolDecl {
         name: name.to_owned(),
         alias: (alias != name).then_some(alias),
-        description: description.to_owned(),
+        description,
         input_schema,
         output_schema,
     }

@@ -75,8 +75,8 @@ pub use dispatch::jobs;
 pub use dispatch::{
     Agent, AgentDisposed, Arguments, BuildError, CallId, CallToken, Content, ErrorKind, Exec,
     Execute, ExecuteFuture, Injection, MAX_TOOL_NAME_LEN, Outcome, RESERVED_TOOL_NAMES,
-    RegisterError, Registry, Request, Tool, ToolBuilder, ToolError, ToolHandle, ToolSchema,
-    Visibility, tool_alias,
+    RegisterError, Registry, Request, Tool, ToolAnnotations, ToolBuilder, ToolError, ToolHandle,
+    ToolSchema, Visibility, tool_alias,
 };
 pub use value::MAX_DEPTH;
 

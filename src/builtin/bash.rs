@@ -26,6 +26,7 @@ const PIPE_GRACE: Duration = Duration::from_millis(100);
 
 pub(super) fn tool(root: Arc<Root>) -> Tool {
     Tool::builder("bash")
+        .annotations(crate::dispatch::ToolAnnotations::writes(true, false).open_world())
         .description("Run a shell command (bash -c) in the root folder or a folder under it. A non-zero exit is a result with its exit_code; stdout and stderr keep their start and end when long.")
         .parameters(ParameterSchema::new([
             (

@@ -11,6 +11,7 @@ use crate::schema::{Node, ParameterSchema, ValueSchema};
 
 pub(super) fn tool(root: Arc<Root>) -> Tool {
     Tool::builder("glob")
+        .annotations(crate::dispatch::ToolAnnotations::read_only())
         .description(
             "Find files whose path matches a glob (`*` within a folder, `**` across folders, `{a,b}`, `[ab]`). \
              Paths are relative to `path`; files ignored by .gitignore and hidden files are skipped unless include_ignored.",

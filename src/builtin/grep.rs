@@ -37,6 +37,7 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
     ])
     .additional_properties(false);
     Tool::builder("grep")
+        .annotations(crate::dispatch::ToolAnnotations::read_only())
         .description(
             "Search files for lines matching a regular expression (Rust regex syntax, like ripgrep). \
              Binary files, files ignored by .gitignore and hidden files are skipped unless include_ignored.",

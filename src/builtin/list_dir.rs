@@ -31,6 +31,7 @@ pub(super) fn tool(root: Arc<Root>) -> Tool {
     ])
     .additional_properties(false);
     Tool::builder("list_dir")
+        .annotations(crate::dispatch::ToolAnnotations::read_only())
         .description("List a folder's entries, sorted by name.")
         .parameters(ParameterSchema::new([(
             "path",

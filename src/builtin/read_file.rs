@@ -16,6 +16,7 @@ const MAX_READ_BYTES: usize = 16 << 20;
 
 pub(super) fn tool(root: Arc<Root>) -> Tool {
     Tool::builder("read_file")
+        .annotations(crate::dispatch::ToolAnnotations::read_only())
         .description("Read a text file (UTF-8), whole or a range of lines.")
         .parameters(ParameterSchema::new([
             (

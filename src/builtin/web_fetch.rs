@@ -76,6 +76,7 @@ impl AllowedHosts {
 pub fn web_fetch_tool(allowed: AllowedHosts) -> Tool {
     let allowed = Arc::new(allowed);
     Tool::builder("web_fetch")
+        .annotations(crate::dispatch::ToolAnnotations::read_only().open_world())
         .description("Fetch a web page (HTTP GET) from an allowed host and return its text (HTML turned into text).")
         .parameters(ParameterSchema::new([
             (

@@ -22,6 +22,7 @@ fn path_node() -> Node {
 
 pub(super) fn write_tool(root: Arc<Root>) -> Tool {
     Tool::builder("write_file")
+        .annotations(crate::dispatch::ToolAnnotations::writes(true, true))
         .description("Create a file or replace its whole content (UTF-8). Missing folders are created; the write is atomic.")
         .parameters(ParameterSchema::new([
             ("path", path_node()),
@@ -80,6 +81,7 @@ pub(super) fn write_tool(root: Arc<Root>) -> Tool {
 
 pub(super) fn edit_tool(root: Arc<Root>) -> Tool {
     Tool::builder("edit_file")
+        .annotations(crate::dispatch::ToolAnnotations::writes(true, false))
         .description("Replace exact text in a file: old_text must occur once (or set replace_all). The write is atomic.")
         .parameters(ParameterSchema::new([
             ("path", path_node()),

@@ -16,6 +16,9 @@ pub(crate) struct Permissions {
     pub(crate) shell: bool,
     /// `--allow net=HOST,…`: `web_fetch` to these hosts.
     pub(crate) net: Vec<String>,
+    /// `--read-only`: only tools marked read-only (`run_code` itself runs; its calls are
+    /// checked).
+    pub(crate) read_only: bool,
 }
 
 /// One `--allow` value.
@@ -109,7 +112,27 @@ impl Permissions {
                 "{url}: host {host} is not allowed; run codemode with --allow net={host} to allow it"
             ))
         });
-        vec![listener, guard]
+        let mut hooks = vec![listener, guard];
+        if self.read_only {
+            hooks.push(registry.guard(|exec: &Exec| {
+                if exec.name() == "run_code" {
+                    return Ok(());
+                }
+                let read_only = exec
+                    .registry()
+                    .and_then(|r| r.get(exec.name()))
+                    .is_some_and(|t| t.annotations().is_read_only());
+                if read_only {
+                    Ok(())
+                } else {
+                    Err(
+                        "refused: this run is --read-only and the tool is not marked read-only"
+                            .into(),
+                    )
+                }
+            }));
+        }
+        hooks
     }
 }
 

@@ -34,6 +34,10 @@ pub(crate) struct ToolOptions {
     /// more than once. A call of a tool not allowed fails with the flag that would allow it.
     #[arg(long = "allow", value_name = "WHAT", value_parser = super::policy::parse_allow)]
     pub(crate) allow: Vec<super::policy::Allow>,
+    /// Refuse every tool not marked read-only (its readOnlyHint), whatever --allow says:
+    /// built-in readers, manifest tools that declare it, MCP tools whose server says so.
+    #[arg(long)]
+    pub(crate) read_only: bool,
 }
 
 fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
@@ -88,7 +92,8 @@ impl ToolOptions {
         let registry = Registry::new();
         let files = FileTools::new(&self.root)
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;
-        let permissions = super::policy::Permissions::of(&self.allow);
+        let mut permissions = super::policy::Permissions::of(&self.allow);
+        permissions.read_only = self.read_only;
         // Every tool is there (and declared); the policy decides what a run may call.
         let mut tools = files.tools();
         tools.extend(files.write_tools());

@@ -38,6 +38,6 @@ pub use registry::{
     tool_alias,
 };
 pub use tool::{
-    BuildError, ErrorKind, Execute, ExecuteFuture, Tool, ToolBuilder, ToolError, ToolSchema,
-    Visibility,
+    BuildError, ErrorKind, Execute, ExecuteFuture, Tool, ToolAnnotations, ToolBuilder, ToolError,
+    ToolSchema, Visibility,
 };

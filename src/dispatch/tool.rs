@@ -127,6 +127,94 @@ type DescribeFn = dyn Fn(&str, &super::Registry) -> String + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> CallCard + Send + Sync;
 type PresentResultFn = dyn Fn(&Value, &Outcome) -> ResultCard + Send + Sync;
 
+/// What a tool does to the world, as MCP's `ToolAnnotations` says it (hints, not
+/// guarantees; absent means unknown): whether it only reads, whether its changes may
+/// destroy, whether repeating a call changes nothing more, whether it reaches beyond the
+/// host (the network, other systems). Serialised with MCP's names (`readOnlyHint`, …).
+/// Policies read them (`codemode --read-only` refuses every tool not marked read-only),
+/// and the declarations show them in each tool's JSDoc.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// Its changes may destroy (meaningful when it is not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments changes nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// It reaches an open world (the network) rather than a closed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// A tool that only reads, in a closed world (the built-in file readers).
+    pub fn read_only() -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: Some(true),
+            destructive_hint: None,
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        }
+    }
+
+    /// A tool that changes things: `destructive` when its changes may destroy.
+    pub fn writes(destructive: bool, idempotent: bool) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: Some(false),
+            destructive_hint: Some(destructive),
+            idempotent_hint: Some(idempotent),
+            open_world_hint: Some(false),
+        }
+    }
+
+    /// The same, reaching the open world (`open_world_hint: true`).
+    pub fn open_world(mut self) -> ToolAnnotations {
+        self.open_world_hint = Some(true);
+        self
+    }
+
+    /// The annotations of an MCP tool's `annotations` object; unknown or ill-typed keys
+    /// are ignored.
+    pub fn from_mcp(value: &Value) -> ToolAnnotations {
+        let hint = |k: &str| value.get(k).and_then(Value::as_bool);
+        ToolAnnotations {
+            read_only_hint: hint("readOnlyHint"),
+            destructive_hint: hint("destructiveHint"),
+            idempotent_hint: hint("idempotentHint"),
+            open_world_hint: hint("openWorldHint"),
+        }
+    }
+
+    /// Whether the tool says it only reads.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only_hint == Some(true)
+    }
+
+    /// Whether no hint is given.
+    pub fn is_empty(&self) -> bool {
+        *self == ToolAnnotations::default()
+    }
+
+    /// The few words the declarations show: `read-only`, `destructive`, `open-world`,
+    /// comma-separated; empty when none applies.
+    pub fn tag(&self) -> String {
+        let mut words = Vec::new();
+        if self.is_read_only() {
+            words.push("read-only");
+        } else if self.destructive_hint == Some(true) {
+            words.push("destructive");
+        }
+        if self.open_world_hint == Some(true) {
+            words.push("open-world");
+        }
+        words.join(", ")
+    }
+}
+
 /// Whether a tool appears to models: in `tools` inside `run_code` and in
 /// [`Registry::schemas`](super::Registry::schemas).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,6 +263,7 @@ pub(crate) struct ToolInner {
     pub(crate) describe: Option<Arc<DescribeFn>>,
     /// Whether a call may ask to run as a background job (`run_in_background: true`).
     pub(crate) run_in_background: bool,
+    pub(crate) annotations: ToolAnnotations,
 }
 
 impl fmt::Debug for Tool {
@@ -203,6 +292,7 @@ impl Tool {
             visibility: Visibility::Visible,
             describe: None,
             run_in_background: false,
+            annotations: ToolAnnotations::default(),
         }
     }
 
@@ -240,6 +330,11 @@ impl Tool {
         self.inner.visibility
     }
 
+    /// What the tool does to the world (see [`ToolAnnotations`]).
+    pub fn annotations(&self) -> &ToolAnnotations {
+        &self.inner.annotations
+    }
+
     /// The model-facing projection: `{"name", "description", "input_schema",
     /// "output_schema"}` with JSON Schema draft 2020-12. The description is the static
     /// one; [`Registry::schemas`](super::Registry::schemas) gives the one a registry lists.
@@ -249,6 +344,7 @@ impl Tool {
             description: self.inner.description.clone(),
             input_schema: self.inner.parameters.to_json_schema(),
             output_schema: self.inner.output.to_json_schema(),
+            annotations: self.inner.annotations.clone(),
         }
     }
 
@@ -317,6 +413,9 @@ pub struct ToolSchema {
     pub input_schema: Value,
     /// Canonical output, as JSON Schema draft 2020-12.
     pub output_schema: Value,
+    /// What the tool does to the world (left out when it gives no hint).
+    #[serde(skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
 }
 
 /// Builds a [`Tool`]; see [`Tool::builder`].
@@ -334,6 +433,7 @@ pub struct ToolBuilder {
     visibility: Visibility,
     describe: Option<Arc<DescribeFn>>,
     run_in_background: bool,
+    annotations: ToolAnnotations,
 }
 
 /// Why a definition was refused.
@@ -469,6 +569,12 @@ impl ToolBuilder {
         self
     }
 
+    /// What the tool does to the world (see [`ToolAnnotations`]). Default: no hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
     /// Checks the schemas and finishes the definition.
     ///
     /// # Errors
@@ -512,6 +618,7 @@ impl ToolBuilder {
                 visibility: self.visibility,
                 describe: self.describe,
                 run_in_background: self.run_in_background,
+                annotations: self.annotations,
             }),
         })
     }

@@ -13,8 +13,9 @@
 //! A tool entry has `name` and `command` (required), `description`, either `parameters`
 //! (our nodes, see `codemode::schema`) or `input_schema` (JSON Schema, imported), either `output` (a
 //! node) or `output_schema` (JSON Schema; with neither, the output is any JSON value),
-//! `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]), `env` (strings) and `run_in_background`
-//! (`true` lets a call run as a background job). Any other key is an
+//! `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]), `env` (strings), `run_in_background`
+//! (`true` lets a call run as a background job) and `annotations` (MCP's hints,
+//! `{"readOnlyHint": true}`). Any other key is an
 //! error, so a typo cannot silently drop a setting. How a call runs is in [`process`].
 
 mod process;
@@ -73,6 +74,9 @@ pub struct CommandTool {
     /// the entry; see [`ToolBuilder::run_in_background`](crate::ToolBuilder::run_in_background)).
     /// The job's command keeps `timeout`.
     pub run_in_background: bool,
+    /// What the command does to the world, from the entry's `annotations` (MCP's names:
+    /// `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`).
+    pub annotations: crate::ToolAnnotations,
 }
 
 /// The tools of one manifest file.
@@ -254,6 +258,7 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
         "timeout_ms",
         "env",
         "run_in_background",
+        "annotations",
     ];
     let Value::Object(m) = entry else {
         return Err((at.to_owned(), "expected a tool object".into()));
@@ -349,7 +354,35 @@ fn parse_tool(entry: &Value, at: &str, dir: &Path) -> Result<CommandTool, EntryE
             ));
         }
     };
+    let annotations = match m.get("annotations") {
+        None => crate::ToolAnnotations::default(),
+        Some(Value::Object(a)) => {
+            const HINTS: &[&str] = &[
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ];
+            if let Some((k, _)) = a
+                .iter()
+                .find(|(k, v)| !HINTS.contains(&k.as_str()) || !v.is_boolean())
+            {
+                return Err((
+                    format!("{at}.annotations.{k}"),
+                    format!("expected one of {} with true or false", HINTS.join(", ")),
+                ));
+            }
+            crate::ToolAnnotations::from_mcp(&Value::Object(a.clone()))
+        }
+        Some(_) => {
+            return Err((
+                format!("{at}.annotations"),
+                "expected an object of hints, like {\"readOnlyHint\": true}".into(),
+            ));
+        }
+    };
     Ok(CommandTool {
+        annotations,
         run_in_background,
         name,
         description,

@@ -45,6 +45,7 @@ pub(super) fn tool(def: Arc<CommandTool>) -> Result<Tool, BuildError> {
         .parameters(def.parameters.clone())
         .output(def.output.clone())
         .run_in_background(def.run_in_background)
+        .annotations(def.annotations.clone())
         .execute(move |args: Arguments, exec: Exec| {
             let def = run_def.clone();
             async move { run(&def, &args, &exec).await }

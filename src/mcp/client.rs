@@ -902,8 +902,13 @@ impl Conn {
             .to_owned();
         let conn = Arc::downgrade(self);
         let server = self.config.name.clone();
+        let annotations = def
+            .get("annotations")
+            .map(crate::ToolAnnotations::from_mcp)
+            .unwrap_or_default();
         Tool::builder(format!("{}.{tool}", self.config.name))
             .description(description)
+            .annotations(annotations)
             .parameters(parameters)
             .output(output)
             .execute(move |arguments, exec| {

@@ -709,7 +709,13 @@ fn mcp_tool(schema: crate::ToolSchema) -> rmcp::model::Tool {
         Value::Object(o) => o,
         _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
     };
-    let tool = rmcp::model::Tool::new(schema.name, schema.description, Arc::new(input));
+    let mut tool = rmcp::model::Tool::new(schema.name, schema.description, Arc::new(input));
+    if !schema.annotations.is_empty()
+        && let Ok(annotations) = serde_json::to_value(&schema.annotations)
+            .and_then(serde_json::from_value::<rmcp::model::ToolAnnotations>)
+    {
+        tool = tool.with_annotations(annotations);
+    }
     match schema.output_schema {
         Value::Object(mut o) => {
             // MCP wants `"type": "object"` at an output schema's root; a union of objects

@@ -514,3 +514,61 @@ fn cards_of_every_kind_are_written_as_json_lines_and_replay_identically() {
         serde_json::to_value(tool("edit_file").present_result(&odd, &record.outcome())).unwrap();
     assert_eq!(card["card"], "generic");
 }
+
+#[test]
+fn read_only_runs_refuse_every_tool_not_marked_read_only_and_declarations_show_the_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    std::fs::write(
+        root.join("m.json"),
+        r#"{"tools": [
+            {"name": "look", "command": ["echo", "1"], "annotations": {"readOnlyHint": true}},
+            {"name": "touch", "command": ["echo", "2"]}
+        ]}"#,
+    )
+    .unwrap();
+    let manifest = root.join("m.json");
+    let program = r#"
+        const seen = {};
+        for (const [name, args] of [["read_file", {path: "a.txt"}], ["look", {}], ["touch", {}], ["write_file", {path: "b.txt", content: "x"}]]) {
+            try { await tools[name](args); seen[name] = "ran"; } catch (e) { seen[name] = e.message; }
+        }
+        return seen;
+    "#;
+    let (code, v, err) = run(
+        root,
+        &[
+            "--read-only",
+            "--allow",
+            "write",
+            "--tools",
+            manifest.to_str().unwrap(),
+        ],
+        program,
+    );
+    assert_eq!(code, 0, "{v} {err}");
+    let refused = "refused: this run is --read-only and the tool is not marked read-only";
+    assert_eq!(
+        v["result"],
+        serde_json::json!({"read_file": "ran", "look": "ran", "touch": refused, "write_file": refused})
+    );
+    assert!(!root.join("b.txt").exists());
+
+    let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["types", "--root"])
+        .arg(root)
+        .args(["--tools", manifest.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let types = String::from_utf8_lossy(&out.stdout);
+    for mark in [
+        "/** [read-only] Read a text file",
+        "/** [destructive] Create a file or replace",
+        "/** [destructive, open-world] Run a shell command",
+        "/** [read-only, open-world] Fetch a web page",
+        "/** [read-only] */",
+    ] {
+        assert!(types.contains(mark), "{mark} in\n{types}");
+    }
+}

@@ -296,7 +296,7 @@ fn a_malformed_manifest_fails_at_start_with_the_path_of_the_problem() {
         ),
         (
             r#"{"tools": [{"name": "a", "comand": ["true"]}]}"#,
-            "codemode: MANIFEST: tools[0].comand: unknown key; a tool takes name, description, parameters, input_schema, output, output_schema, command, timeout_ms, env, run_in_background\n",
+            "codemode: MANIFEST: tools[0].comand: unknown key; a tool takes name, description, parameters, input_schema, output, output_schema, command, timeout_ms, env, run_in_background, annotations\n",
         ),
         (
             r#"{"tools": [{"name": "a"}]}"#,
@@ -313,6 +313,14 @@ fn a_malformed_manifest_fails_at_start_with_the_path_of_the_problem() {
         (
             r#"{"tools": [{"name": "a", "command": ["true"], "output": {"type": "string"}, "output_schema": {"type": "string"}}]}"#,
             "codemode: MANIFEST: tools[0].output_schema: give either output (our nodes) or output_schema (JSON Schema), not both\n",
+        ),
+        (
+            r#"{"tools": [{"name": "a", "command": ["true"], "annotations": {"readOnly": true}}]}"#,
+            "codemode: MANIFEST: tools[0].annotations.readOnly: expected one of readOnlyHint, destructiveHint, idempotentHint, openWorldHint with true or false\n",
+        ),
+        (
+            r#"{"tools": [{"name": "a", "command": ["true"], "run_in_background": "yes"}]}"#,
+            "codemode: MANIFEST: tools[0].run_in_background: expected true or false\n",
         ),
         ("{\"tools\": [", "codemode: MANIFEST: not JSON: "),
     ];

@@ -388,6 +388,20 @@ async fn expose_tools_offers_the_direct_tools_through_the_pipeline() {
             "grep"
         ]
     );
+    // Each tool's annotations go with it (MCP's ToolAnnotations).
+    let hints = |name: &str| {
+        let a = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .annotations
+            .clone()
+            .unwrap_or_default();
+        (a.read_only_hint, a.destructive_hint, a.open_world_hint)
+    };
+    assert_eq!(hints("read_file"), (Some(true), None, Some(false)));
+    assert_eq!(hints("bash"), (Some(false), Some(true), Some(true)));
+    assert_eq!(hints("job_kill"), (Some(false), Some(true), Some(false)));
     assert!(
         names.contains(&"echo") && names.contains(&"timing"),
         "{names:?}"

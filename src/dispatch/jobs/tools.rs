@@ -10,7 +10,7 @@ use super::{JobEnd, JobError, JobReport, JobSpec, Producer};
 use crate::dispatch::call::{Arguments, Exec};
 use crate::dispatch::outcome::Content;
 use crate::dispatch::registry::{RegisterError, Registry, ToolHandle};
-use crate::dispatch::tool::{Tool, ToolError, Visibility};
+use crate::dispatch::tool::{Tool, ToolAnnotations, ToolError, Visibility};
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
 /// The argument that asks a tool that opts in to run as a job.
@@ -116,6 +116,7 @@ fn render_report(report: &Value) -> String {
 
 fn job_output_tool() -> Tool {
     Tool::builder("job_output")
+        .annotations(ToolAnnotations::read_only())
         .description(
             "Read a background job of yours: its status (running, finished with its value, failed, killed) and the output it wrote since your last read. With wait_ms, wait up to that long for news.",
         )
@@ -167,6 +168,7 @@ fn job_output_tool() -> Tool {
 
 fn job_kill_tool() -> Tool {
     Tool::builder("job_kill")
+        .annotations(ToolAnnotations::writes(true, true))
         .description("End a background job of yours; answers once its cleanup is over (its processes and nested calls are stopped). A job already ended is left as it is.")
         .parameters(ParameterSchema::new([("job_id", job_id_node())]))
         .output(ValueSchema::new(report_node()))
@@ -184,6 +186,7 @@ fn job_kill_tool() -> Tool {
 
 fn job_list_tool() -> Tool {
     Tool::builder("job_list")
+        .annotations(ToolAnnotations::read_only())
         .description("List your background jobs (running and recently ended), oldest first, without reading their output.")
         .parameters(ParameterSchema::empty())
         .output(ValueSchema::new(Node::object([(
