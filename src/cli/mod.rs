@@ -7,6 +7,7 @@ mod commands;
 mod limits;
 mod policy;
 mod setup;
+mod status;
 
 use std::process::ExitCode;
 

@@ -338,3 +338,65 @@ fn limits_take_units() {
         "{err}"
     );
 }
+
+#[test]
+fn quiet_prints_only_the_result_and_verbose_traces_each_call() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let program = "console.log('noise'); const f = await tools.read_file({path: 'a.txt'}); return f.total_lines";
+    let (code, out, err) = run_stdin(&["run", "-", "--root", root, "--quiet"], program);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "result: 1\n", ""));
+    let (code, out, err) = run_stdin(&["run", "-", "--root", root, "--verbose"], program);
+    assert_eq!((code, out.as_str()), (0, "noise\nresult: 1\n"));
+    // One span per call, closed with its fields: the read, then run_code around it.
+    let closes: Vec<&str> = err.lines().filter(|l| l.contains(" close ")).collect();
+    assert_eq!(closes.len(), 2, "{err}");
+    assert!(
+        closes[0].contains("call{tool=\"read_file\" call_id=2"),
+        "{err}"
+    );
+    assert!(closes[0].contains("outcome=\"ok\""), "{err}");
+    assert!(
+        closes[1].contains("call{tool=\"run_code\" call_id=1"),
+        "{err}"
+    );
+    let (code, _, err) = run_stdin(&["run", "-", "--quiet", "--verbose"], "1");
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn a_status_line_shows_on_a_terminal_only_and_is_erased_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("p.js");
+    std::fs::write(
+        &program,
+        "await new Promise(r => setTimeout(r, 900)); return 'slow'",
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_codemode");
+    let command = format!("{bin} run {}", program.display());
+    // `script` runs the command on a pseudo-terminal and copies what it shows.
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("\r\x1b[2Kcodemode: "), "{shown:?}");
+    assert!(shown.contains(" calls done · 0 in flight"), "{shown:?}");
+    assert!(
+        shown.ends_with("\r\x1b[2Kresult: \"slow\"\r\n"),
+        "{shown:?}"
+    );
+    // Without a terminal: not a byte of it.
+    let (code, out, err) = run_stdin(
+        &["run", "-"],
+        "await new Promise(r => setTimeout(r, 900)); return 'slow'",
+    );
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "result: \"slow\"\n", "")
+    );
+}

@@ -43,6 +43,13 @@ pub(crate) struct RunCommand {
     /// `token`/`parent` nest them).
     #[arg(long, value_name = "FILE")]
     cards: Option<PathBuf>,
+    /// Print only the result (or the error): no console lines, no progress on stderr.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    quiet: bool,
+    /// Report every tool call on stderr as a `tracing` span (tool, call id, parent,
+    /// milliseconds, outcome); `RUST_LOG` sets a filter of its own.
+    #[arg(long, short = 'v')]
+    verbose: bool,
 }
 
 /// The text of a program: the file `program`, or standard input for `-`.
@@ -87,7 +94,18 @@ impl RunCommand {
             None => SpillConfig::under_root(root),
         };
         let config = self.limits.run_code_config().spill(Some(spill));
-        let _progress = tools.registry.observe(ProgressLines);
+        crate::cli::status::init_tracing(self.verbose);
+        let _trace = (self.verbose || std::env::var_os("RUST_LOG").is_some()).then(|| {
+            tools
+                .registry
+                .observe(crate::cli::status::TraceCalls::new())
+        });
+        let _progress = (!self.quiet).then(|| tools.registry.observe(ProgressLines));
+        let status = if self.quiet {
+            None
+        } else {
+            crate::cli::status::StatusLine::start(&tools.registry)
+        };
         let _cards = match &self.cards {
             None => None,
             Some(path) => {
@@ -118,9 +136,10 @@ impl RunCommand {
             Err(e) => return Err(SetupError(e.message().to_owned())),
         };
         let value = match value.get("status").and_then(Value::as_str) {
-            Some("running") => follow(&tools.registry, &value, started).await?,
+            Some("running") => follow(&tools.registry, &value, started, self.quiet).await?,
             _ => value,
         };
+        drop(status);
         // Jobs the program's tools started end with the command.
         tools.registry.jobs().shutdown().await;
         if self.json {
@@ -129,7 +148,13 @@ impl RunCommand {
                 serde_json::to_string_pretty(&value).unwrap_or_default()
             ));
         } else {
-            crate::cli::out(&format!("{}\n", render_text(&value)));
+            let mut shown = value.clone();
+            if self.quiet
+                && let Some(logs) = shown.get_mut("logs")
+            {
+                *logs = Value::Array(Vec::new());
+            }
+            crate::cli::out(&format!("{}\n", render_text(&shown)));
         }
         let ok = value.get("status").and_then(Value::as_str) == Some("ok");
         Ok(if ok {
@@ -147,6 +172,7 @@ async fn follow(
     registry: &codemode::Registry,
     running: &Value,
     started: std::time::Instant,
+    quiet: bool,
 ) -> Result<Value, SetupError> {
     let id = running
         .get("job_id")
@@ -154,6 +180,9 @@ async fn follow(
         .unwrap_or_default()
         .to_owned();
     let show = |text: &str| {
+        if quiet {
+            return;
+        }
         for line in text.lines() {
             eprintln!("codemode: {id}: {line}");
         }
@@ -176,7 +205,7 @@ async fn follow(
         }
         .map_err(|e| SetupError(e.to_string()))?;
         if report.output.is_empty() {
-            if quiet_since.elapsed() >= Duration::from_secs(5) {
+            if !quiet && quiet_since.elapsed() >= Duration::from_secs(5) {
                 eprintln!(
                     "codemode: {id} still running ({} s)",
                     started.elapsed().as_secs()
