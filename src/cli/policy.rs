@@ -4,7 +4,12 @@
 //! keeps `web_fetch` to the allowed hosts (the tool itself checks every redirect against
 //! the same list).
 
-use codemode::hooks::{Decision, HookHandle};
+use std::collections::HashSet;
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use codemode::cards::CallCard;
+use codemode::hooks::{Approval, Approver, Decision, HookHandle};
 use codemode::{AllowedHosts, Exec, Registry};
 
 /// What a run may do besides reading under `--root`.
@@ -19,6 +24,9 @@ pub(crate) struct Permissions {
     /// `--read-only`: only tools marked read-only (`run_code` itself runs; its calls are
     /// checked).
     pub(crate) read_only: bool,
+    /// `--ask`: a write or shell call not allowed by a flag is asked about on the terminal
+    /// instead of refused (`net` stays flag-only: `web_fetch` checks its hosts itself).
+    pub(crate) ask: bool,
 }
 
 /// One `--allow` value.
@@ -76,7 +84,7 @@ impl Permissions {
 
     /// Installs the policy on `registry`; the handles keep it installed.
     pub(crate) fn install(&self, registry: &Registry) -> Vec<HookHandle> {
-        let (write, shell, net) = (self.write, self.shell, !self.net.is_empty());
+        let (write, shell, net, ask) = (self.write, self.shell, !self.net.is_empty(), self.ask);
         let listener = registry.pre_execute(move |exec: &Exec| {
             let flag = match exec.name() {
                 "write_file" | "edit_file" if !write => "--allow write",
@@ -84,10 +92,16 @@ impl Permissions {
                 "web_fetch" if !net => "--allow net=HOST",
                 _ => return Decision::Allow,
             };
+            if ask && flag != "--allow net=HOST" {
+                return Decision::Ask(format!("{} is not allowed by {flag}", exec.name()));
+            }
             Decision::Deny(format!(
                 "not allowed in this run; run codemode with {flag} to allow it"
             ))
         });
+        if ask && let Some(approver) = TerminalApprover::open() {
+            registry.set_approver(Some(Arc::new(approver)));
+        }
         let hosts = self.hosts();
         let guard = registry.guard(move |exec: &Exec| {
             if exec.name() != "web_fetch" {
@@ -133,6 +147,102 @@ impl Permissions {
             }));
         }
         hooks
+    }
+}
+
+/// Asks a person at the terminal about a call (`--ask`): shows what the call would do
+/// (its call card) and reads `y` (this call), `a` (every call of this tool from now on) or
+/// `n` from `/dev/tty`, one question at a time. Made only when stderr is a terminal and
+/// `/dev/tty` opens; without it, a call that needs asking is denied and says so.
+struct TerminalApprover {
+    tty: Arc<Mutex<std::fs::File>>,
+    always: Arc<Mutex<HashSet<String>>>,
+}
+
+impl TerminalApprover {
+    fn open() -> Option<TerminalApprover> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        Some(TerminalApprover {
+            tty: Arc::new(Mutex::new(tty)),
+            always: Arc::default(),
+        })
+    }
+}
+
+/// One line saying what a call would do, from its call card.
+fn describe(card: &CallCard) -> String {
+    match card {
+        CallCard::Terminal { command, cwd, .. } => match cwd {
+            Some(cwd) => format!("run in {cwd}: {command}"),
+            None => format!("run: {command}"),
+        },
+        CallCard::Diff {
+            path,
+            old_text: None,
+            new_text,
+        } => {
+            format!("write {path} ({} bytes)", new_text.len())
+        }
+        CallCard::Diff { path, .. } => format!("edit {path}"),
+        CallCard::Generic { title, .. } => title.clone(),
+        _ => "a call".to_owned(),
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn approve(&self, exec: &Exec, prompt: &str) -> futures::future::BoxFuture<'static, Approval> {
+        let tool = exec.name().to_owned();
+        if self
+            .always
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&tool)
+        {
+            return Box::pin(async { Approval::Approved });
+        }
+        let what = exec
+            .registry()
+            .and_then(|r| r.get(&tool))
+            .map(|t| describe(&t.present_call(exec.arguments())))
+            .unwrap_or_else(|| tool.clone());
+        let question = format!(
+            "\ncodemode: {tool} wants to {what}\n  ({prompt}) allow? [y]es, [n]o, [a]lways for {tool}: "
+        );
+        let (tty, always) = (self.tty.clone(), self.always.clone());
+        Box::pin(async move {
+            // The terminal is read on a thread of its own: the run's other calls and timers
+            // go on while the person thinks.
+            let answer = tokio::task::spawn_blocking(move || {
+                let mut tty = tty.lock().unwrap_or_else(PoisonError::into_inner);
+                super::status::ASKING.store(true, std::sync::atomic::Ordering::Relaxed);
+                let _ = tty.write_all(question.as_bytes());
+                let _ = tty.flush();
+                let mut line = String::new();
+                let _ = std::io::BufReader::new(&mut *tty).read_line(&mut line);
+                super::status::ASKING.store(false, std::sync::atomic::Ordering::Relaxed);
+                line.trim().to_ascii_lowercase()
+            })
+            .await
+            .unwrap_or_default();
+            match answer.as_str() {
+                "y" | "yes" => Approval::Approved,
+                "a" | "always" => {
+                    always
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(tool);
+                    Approval::Approved
+                }
+                _ => Approval::Denied(format!("{tool}: denied at the terminal")),
+            }
+        })
     }
 }
 

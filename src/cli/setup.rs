@@ -38,6 +38,10 @@ pub(crate) struct ToolOptions {
     /// built-in readers, manifest tools that declare it, MCP tools whose server says so.
     #[arg(long)]
     pub(crate) read_only: bool,
+    /// On a terminal, ask (y/n/always) before each write or shell call that --allow does
+    /// not allow, instead of refusing it; without a terminal such calls are refused.
+    #[arg(long)]
+    pub(crate) ask: bool,
 }
 
 fn parse_mcp(text: &str) -> Result<ServerConfig, String> {
@@ -94,6 +98,7 @@ impl ToolOptions {
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;
         let mut permissions = super::policy::Permissions::of(&self.allow);
         permissions.read_only = self.read_only;
+        permissions.ask = self.ask;
         // Every tool is there (and declared); the policy decides what a run may call.
         let mut tools = files.tools();
         tools.extend(files.write_tools());

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use codemode::hooks::Observer;
 use codemode::{Exec, Outcome};
 
+/// Set while a question waits on the terminal (`--ask`): the status line keeps off it.
+pub(crate) static ASKING: AtomicBool = AtomicBool::new(false);
+
 /// How often the status line is redrawn.
 const REDRAW: Duration = Duration::from_millis(100);
 
@@ -75,7 +78,10 @@ impl StatusLine {
                 let mut drawn = false;
                 while !stopping.load(Ordering::Relaxed) {
                     std::thread::sleep(REDRAW);
-                    if started.elapsed() < QUIET_START || stopping.load(Ordering::Relaxed) {
+                    if started.elapsed() < QUIET_START
+                        || stopping.load(Ordering::Relaxed)
+                        || ASKING.load(Ordering::Relaxed)
+                    {
                         continue;
                     }
                     let line = describe(&counts, started.elapsed());

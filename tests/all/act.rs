@@ -572,3 +572,66 @@ fn read_only_runs_refuse_every_tool_not_marked_read_only_and_declarations_show_t
         assert!(types.contains(mark), "{mark} in\n{types}");
     }
 }
+
+#[test]
+fn ask_asks_on_a_terminal_and_denies_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let program = root.join("p.js");
+    std::fs::write(
+        &program,
+        r#"await tools.write_file({path: "one.txt", content: "1"});
+await tools.write_file({path: "two.txt", content: "2"});
+let shell;
+try { await tools.bash({command: "echo hi"}); shell = "ran"; } catch (e) { shell = e.message; }
+return shell;"#,
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_codemode");
+    let command = format!(
+        "{bin} run {} --root {} --ask",
+        program.display(),
+        root.display()
+    );
+    // On a pseudo-terminal (script(1)): "a" (always) for the first write, which covers the
+    // second; "n" for the shell.
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"a\nn\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert_eq!(
+        shown.matches("allow? [y]es, [n]o, [a]lways for").count(),
+        2,
+        "{shown}"
+    );
+    assert!(shown.contains("codemode: write_file wants to write one.txt (1 bytes)\n  (write_file is not allowed by --allow write) allow?"), "{shown}");
+    assert!(
+        shown.contains("codemode: bash wants to run: echo hi\n"),
+        "{shown}"
+    );
+    assert!(
+        shown.ends_with("result: \"bash: denied at the terminal\"\n"),
+        "{shown}"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("one.txt")).unwrap(), "1");
+    assert_eq!(std::fs::read_to_string(root.join("two.txt")).unwrap(), "2");
+
+    // Without a terminal, asking is a denial that says so.
+    let (code, v, _) = run(
+        root,
+        &["--ask"],
+        "await tools.write_file({path: 'three.txt', content: '3'})",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        message(&v),
+        "write_file: this call needs approval (write_file is not allowed by --allow write), and no approver is configured, so it was denied"
+    );
+    assert!(!root.join("three.txt").exists());
+}
