@@ -176,6 +176,28 @@ fn signal_group(pgid: i32, signal: Signal) {
 #[cfg(not(unix))]
 fn signal_group(_pgid: i32, _signal: Signal) {}
 
+/// How long the output pipes may stay open after the command exited (held by a process
+/// that left its process group) before what was printed so far is taken: 100 ms.
+pub(crate) const PIPE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits for a command to end with its output read: `finished` (the command's wait) and
+/// `readers` (its pipes read to the end), or, when the command ends first, [`PIPE_GRACE`]
+/// more for the readers. Returns what `finished` returned.
+pub(crate) async fn ended_with_output<T>(
+    readers: impl std::future::Future,
+    finished: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::pin!(readers);
+    tokio::pin!(finished);
+    tokio::select! {
+        _ = &mut readers => finished.await,
+        status = &mut finished => {
+            let _ = tokio::time::timeout(PIPE_GRACE, &mut readers).await;
+            status
+        }
+    }
+}
+
 /// Reads `pipe` to its end, handing each chunk to `sink`, which returns whether to go on.
 pub(crate) async fn drain(mut pipe: impl AsyncRead + Unpin, mut sink: impl FnMut(&[u8]) -> bool) {
     let mut buf = vec![0u8; 64 << 10];

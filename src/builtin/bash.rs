@@ -20,10 +20,6 @@ pub(super) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// The longest `timeout_ms`: 600 000 ms.
 pub(super) const MAX_TIMEOUT_MS: u64 = 600_000;
 
-/// How long the output is still read after the shell exits (a process that left the group
-/// may hold the pipes).
-const PIPE_GRACE: Duration = Duration::from_millis(100);
-
 pub(super) fn tool(root: Arc<Root>) -> Tool {
     Tool::builder("bash")
         .annotations(crate::dispatch::ToolAnnotations::writes(true, false).open_world())
@@ -128,17 +124,7 @@ async fn run(
         Cancelled,
     }
     let ended = {
-        let all = async {
-            tokio::pin!(readers);
-            tokio::pin!(finished);
-            tokio::select! {
-                _ = &mut readers => finished.await,
-                status = &mut finished => {
-                    let _ = tokio::time::timeout(PIPE_GRACE, &mut readers).await;
-                    status
-                }
-            }
-        };
+        let all = crate::child::ended_with_output(readers, finished);
         tokio::select! {
             status = all => Ended::Done(status),
             () = tokio::time::sleep(timeout) => Ended::TimedOut,

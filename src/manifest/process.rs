@@ -13,7 +13,7 @@
 //!   cancelled, or when the call is dropped, the whole process group is killed
 //!   (`SIGKILL`): nothing a call started in its group outlives it. A process that left the
 //!   group (`setsid`) escapes; holding the output pipes open, it delays the call by
-//!   [`PIPE_GRACE`] at most.
+//!   [`PIPE_GRACE`](crate::child::PIPE_GRACE) at most.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -30,10 +30,6 @@ pub const MAX_STDOUT_BYTES: usize = 64 << 20;
 
 /// How long a killed command is waited for, to reap it.
 const REAP_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// How long the output pipes may stay open after the command exited (held by a process
-/// that left its process group) before what was printed so far is taken: 100 ms.
-const PIPE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Bytes of stdout quoted when it is not JSON.
 const STDOUT_SHOWN: usize = 200;
@@ -134,19 +130,8 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
             group.kill();
             status
         };
-        let all = async {
-            tokio::pin!(readers);
-            tokio::pin!(finished);
-            tokio::select! {
-                _ = &mut readers => finished.await,
-                status = &mut finished => {
-                    // Its pipes are closed now, unless a process that left the group holds
-                    // them: take what was printed until it exited.
-                    let _ = tokio::time::timeout(PIPE_GRACE, &mut readers).await;
-                    status
-                }
-            }
-        };
+        // Its pipes close with it, unless a process that left the group holds them.
+        let all = crate::child::ended_with_output(readers, finished);
         tokio::select! {
             status = all => Ended::Done(status),
             () = tokio::time::sleep(def.timeout) => Ended::TimedOut,
