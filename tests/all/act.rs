@@ -635,3 +635,46 @@ return shell;"#,
     );
     assert!(!root.join("three.txt").exists());
 }
+
+#[test]
+fn bash_runs_with_the_environment_of_manifest_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", "-", "--json", "--allow", "shell", "--root"])
+        .arg(dir.path())
+        .env("CODEMODE_TEST_SECRET", "hidden")
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"return (await tools.bash({command: 'env'})).stdout")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let env = v["result"].as_str().unwrap();
+    assert!(!env.contains("CODEMODE_TEST_SECRET"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
+    let allowed = [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TZ",
+        "TMPDIR",
+        "SYSTEMROOT",
+        "PWD",
+        "SHLVL",
+        "_",
+        "OLDPWD",
+    ];
+    assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
+}
