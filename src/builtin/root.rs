@@ -215,6 +215,11 @@ impl Root {
                     "{shown}: is a folder; give the path of a file"
                 )));
             }
+            Ok(m) if !m.is_file() => {
+                return Err(ToolError::new(format!(
+                    "{shown}: not a regular file (a FIFO, a socket or a device); it is left as it is"
+                )));
+            }
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(fail(e)),

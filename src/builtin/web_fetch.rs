@@ -226,10 +226,7 @@ async fn fetch(allowed: &AllowedHosts, asked: &str, max: usize) -> Result<Value,
         .trim()
         .to_ascii_lowercase();
     let (title, text) = if mime == "text/html" || mime == "application/xhtml+xml" {
-        let title = html_title(&body);
-        let text = html2text::from_read(&body[..], 100)
-            .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-        (title, text)
+        html_text(body.clone()).await
     } else if mime.is_empty()
         || mime.starts_with("text/")
         || mime.ends_with("json")
@@ -252,6 +249,89 @@ async fn fetch(allowed: &AllowedHosts, asked: &str, max: usize) -> Result<Value,
         value["title"] = Value::String(title);
     }
     Ok(value)
+}
+
+/// Deepest element nesting `html2text` is given: its parser's work grows with the square of
+/// the depth, so a deeper page (a hostile one) is turned into text by stripping its tags.
+const MAX_HTML_DEPTH: usize = 256;
+
+/// The title and text of an HTML body, converted on the blocking pool (the conversion is
+/// CPU work that must not hold the run's thread).
+async fn html_text(body: Vec<u8>) -> (Option<String>, String) {
+    tokio::task::spawn_blocking(move || {
+        let title = html_title(&body);
+        let text = if nesting_depth(&body) > MAX_HTML_DEPTH {
+            strip_tags(&body)
+        } else {
+            html2text::from_read(&body[..], 100)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned())
+        };
+        (title, text)
+    })
+    .await
+    .unwrap_or_else(|_| (None, String::new()))
+}
+
+/// An estimate of the deepest element nesting of `html`: opening tags less closing ones;
+/// void elements, `p` and `li` (often left open), comments and declarations not counted.
+fn nesting_depth(html: &[u8]) -> usize {
+    const OPEN_ENDED: &[&[u8]] = &[
+        b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta",
+        b"source", b"track", b"wbr", b"p", b"li",
+    ];
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut i = 0;
+    while let Some(at) = html[i..].iter().position(|&b| b == b'<') {
+        let tag = &html[i + at + 1..];
+        let end = tag.iter().position(|&b| b == b'>').unwrap_or(tag.len());
+        let inner = &tag[..end];
+        if inner.starts_with(b"/") {
+            depth = depth.saturating_sub(1);
+        } else if inner.first().is_some_and(u8::is_ascii_alphabetic) && !inner.ends_with(b"/") {
+            let name_end = inner
+                .iter()
+                .position(|b| !b.is_ascii_alphanumeric())
+                .unwrap_or(inner.len());
+            let name = inner[..name_end].to_ascii_lowercase();
+            if !OPEN_ENDED.contains(&name.as_slice()) {
+                depth += 1;
+                max = max.max(depth);
+            }
+        }
+        i += at + 1 + end;
+        if i >= html.len() {
+            break;
+        }
+    }
+    max
+}
+
+/// The text of `html` with its tags (and script and style contents) removed, whitespace
+/// runs collapsed: the fallback for pages too deep to parse.
+fn strip_tags(html: &[u8]) -> String {
+    let text = String::from_utf8_lossy(html);
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len() / 2);
+    let mut i = 0;
+    while i < text.len() {
+        let Some(at) = text[i..].find('<') else {
+            out.push_str(&text[i..]);
+            break;
+        };
+        out.push_str(&text[i..i + at]);
+        let start = i + at;
+        let skip_to = ["script", "style"].iter().find_map(|t| {
+            if lower[start + 1..].starts_with(t) {
+                lower[start..].find(&format!("</{t}")).map(|p| start + p)
+            } else {
+                None
+            }
+        });
+        let from = skip_to.unwrap_or(start);
+        i = text[from..].find('>').map_or(text.len(), |p| from + p + 1);
+        out.push(' ');
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The text of an HTML document's `<title>`, whitespace collapsed.
@@ -302,6 +382,22 @@ mod tests {
         assert!(!allowed.allows(&url("http://127.0.0.1/x")));
         assert!(!allowed.allows(&url("https://sub.example.com/")));
         assert!(!allowed.allows(&url("https://example.com.evil.net/")));
+    }
+
+    #[test]
+    fn deep_pages_are_stripped_not_parsed() {
+        let deep = format!("<html><body>{}x</body></html>", "<div>".repeat(40_000));
+        assert_eq!(nesting_depth(deep.as_bytes()), 40_002);
+        let page = b"<html><head><title>T</title><script>var a = '<b>';</script></head><body><div><p>one<p>two<br>three</div></body></html>";
+        assert_eq!(nesting_depth(page), 4);
+        assert_eq!(strip_tags(page), "T one two three");
+        let started = std::time::Instant::now();
+        let (_, text) = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(html_text(deep.into_bytes()));
+        assert_eq!(text, "x");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

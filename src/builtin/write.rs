@@ -185,6 +185,11 @@ fn edit(root: &Root, path: &str, old: &str, new: &str, all: bool) -> Result<Valu
             "{shown}: is a folder; give the path of a file"
         )));
     }
+    if !meta.is_file() {
+        return Err(ToolError::new(format!(
+            "{shown}: not a regular file (a FIFO, a socket or a device); edit_file edits files"
+        )));
+    }
     if meta.len() > MAX_EDIT_BYTES {
         return Err(ToolError::new(format!(
             "{shown}: {} bytes; edit_file edits files up to {MAX_EDIT_BYTES} bytes",
@@ -222,7 +227,13 @@ fn edit(root: &Root, path: &str, old: &str, new: &str, all: bool) -> Result<Valu
 fn hunks(text: &str, at: &[usize], old_len: usize, new: &str) -> Vec<Hunk> {
     let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |p| p + 1);
     let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |p| i + p);
-    let line_no = |i: usize| 1 + text[..i].matches('\n').count() as u64;
+    // Line numbers counted forward from the previous span: linear in the text.
+    let (mut counted_to, mut line) = (0usize, 1u64);
+    let mut line_no = |i: usize| {
+        line += text[counted_to..i].matches('\n').count() as u64;
+        counted_to = i;
+        line
+    };
     // Spans of whole lines, each with the matches inside it.
     let mut spans: Vec<(usize, usize, Vec<usize>)> = Vec::new();
     for &m in at {
@@ -286,7 +297,11 @@ fn written_card(verb: &str, args: &Value, outcome: &Outcome) -> ResultCard {
         None => outcome.text(),
     };
     ResultCard::Generic {
-        title: format!("{verb} {path}"),
+        title: if outcome.is_error() {
+            format!("Write {path} (failed)")
+        } else {
+            format!("{verb} {path}")
+        },
         text,
         is_error: outcome.is_error(),
         locations: vec![Location { path, line: None }],

@@ -46,6 +46,7 @@ impl RunLimits {
         RunCodeConfig::default()
             .limits(limits)
             .max_timeout(Duration::from_millis(self.timeout))
+            .background_timeout(Duration::from_millis(self.timeout))
             .output_cap(self.output_cap)
             .spill(None)
     }

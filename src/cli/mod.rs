@@ -198,6 +198,8 @@ fn execute(cli: Cli) -> ExitCode {
                 }
                 () = shutdown_signal() => {
                     eprintln!("codemode: stopped by a signal");
+                    // A run that went on as a job (--yield-after) ends with its processes.
+                    setup::shutdown_jobs(std::time::Duration::from_secs(5)).await;
                     Ok(ExitCode::from(130))
                 }
             }

@@ -176,8 +176,26 @@ impl TerminalApprover {
     }
 }
 
-/// One line saying what a call would do, from its call card.
+/// `text` with every control character shown as an escape (`\u{1b}`), so that a program
+/// cannot redraw the question it is asked about.
+fn visible(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| -> Vec<char> {
+            if c.is_control() {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// One line saying what a call would do, from its call card, control characters escaped.
 fn describe(card: &CallCard) -> String {
+    visible(&describe_raw(card))
+}
+
+fn describe_raw(card: &CallCard) -> String {
     match card {
         CallCard::Terminal { command, cwd, .. } => match cwd {
             Some(cwd) => format!("run in {cwd}: {command}"),
@@ -212,8 +230,9 @@ impl Approver for TerminalApprover {
             .and_then(|r| r.get(&tool))
             .map(|t| describe(&t.present_call(exec.arguments())))
             .unwrap_or_else(|| tool.clone());
+        let (shown, prompt) = (visible(&tool), visible(prompt));
         let question = format!(
-            "\ncodemode: {tool} wants to {what}\n  ({prompt}) allow? [y]es, [n]o, [a]lways for {tool}: "
+            "\ncodemode: {shown} wants to {what}\n  ({prompt}) allow? [y]es, [n]o, [a]lways for {shown}: "
         );
         let (tty, always) = (self.tty.clone(), self.always.clone());
         Box::pin(async move {
@@ -249,6 +268,16 @@ impl Approver for TerminalApprover {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn questions_show_control_characters_as_escapes() {
+        let card = CallCard::Terminal {
+            command: "rm -rf x #\u{1b}[2K\rls\nok".into(),
+            description: None,
+            cwd: None,
+        };
+        assert_eq!(describe(&card), "run: rm -rf x #\\u{1b}[2K\\u{d}ls\\u{a}ok");
+    }
 
     #[test]
     fn allow_values_parse_or_say_what_is_expected() {

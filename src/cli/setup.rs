@@ -60,6 +60,24 @@ pub(crate) struct Tools {
     _servers: Vec<Connection>,
 }
 
+/// The background-job runtimes of the registries made, for [`shutdown_jobs`].
+static JOBS: std::sync::Mutex<Vec<codemode::jobs::Jobs>> = std::sync::Mutex::new(Vec::new());
+
+/// Ends every background job of this process (each one's cleanup, its processes killed),
+/// waiting at most `wait`: what a command stopped by a signal does before it exits.
+pub(crate) async fn shutdown_jobs(wait: std::time::Duration) {
+    let all = std::mem::take(
+        &mut *JOBS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let _ = tokio::time::timeout(
+        wait,
+        futures::future::join_all(all.iter().map(codemode::jobs::Jobs::shutdown)),
+    )
+    .await;
+}
+
 /// The MCP servers of commands that are done, until [`close_servers`] ends them.
 static CLOSING: std::sync::Mutex<Vec<Connection>> = std::sync::Mutex::new(Vec::new());
 
@@ -96,6 +114,9 @@ impl ToolOptions {
         let registry = Registry::new();
         let files = FileTools::new(&self.root)
             .map_err(|e| SetupError(format!("--root {}: {e}", self.root.display())))?;
+        JOBS.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(registry.jobs().clone());
         let mut permissions = super::policy::Permissions::of(&self.allow);
         permissions.read_only = self.read_only;
         permissions.ask = self.ask;

@@ -650,7 +650,8 @@ impl Session {
         );
         match outcome.into_result() {
             Ok(value) => {
-                let failed = name == RUN_CODE && value.get("status") != Some(&Value::from("ok"));
+                // A run that goes on as a job (its handle, or `status: "running"`) is no error.
+                let failed = name == RUN_CODE && value.get("status") == Some(&Value::from("error"));
                 let mut result = if failed {
                     CallToolResult::error(content)
                 } else {

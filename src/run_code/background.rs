@@ -26,7 +26,9 @@ pub(super) async fn execute(
         .get("yield_after_ms")
         .and_then(Value::as_u64)
         .map(Duration::from_millis)
-        .or(config.yield_after);
+        .or(config.yield_after)
+        // 0 waits for the end, as `--yield-after 0` does.
+        .filter(|d| !d.is_zero());
     let asked = args
         .get("timeout_ms")
         .and_then(Value::as_u64)
@@ -109,11 +111,30 @@ pub(super) async fn execute(
             }
         }
         Waited::Running => match jobs.publish(&id) {
-            Some(status) => {
+            Ok(Some(status)) => {
                 jobs.forget(&id);
                 outcome_of(status)
             }
-            None => {
+            // No room for another background job: the run stays in the foreground, to its
+            // end or its timeout.
+            Err(_) => match jobs
+                .wait_for_end(&id, Duration::from_secs(365 * 86_400), exec.signal())
+                .await
+            {
+                Waited::Ended(status) => {
+                    jobs.forget(&id);
+                    outcome_of(status)
+                }
+                _ => {
+                    let status = jobs.end_held(&id).await;
+                    jobs.forget(&id);
+                    match status {
+                        Some(JobStatus::Finished(v)) => Ok(v),
+                        _ => Err(ToolError::cancelled()),
+                    }
+                }
+            },
+            Ok(None) => {
                 let so_far = jobs.read_now(&id, config.output_cap);
                 Ok(json!({
                     "status": "running",

@@ -678,3 +678,85 @@ fn bash_runs_with_the_environment_of_manifest_commands() {
     ];
     assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
 }
+
+#[test]
+fn fifos_are_neither_edited_nor_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let made = Command::new("mkfifo")
+        .arg(root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let program = r#"
+        const seen = [];
+        for (const call of [
+            () => tools.edit_file({path: "pipe", old_text: "a", new_text: "b"}),
+            () => tools.write_file({path: "pipe", content: "x"}),
+        ]) { try { await call(); seen.push("done"); } catch (e) { seen.push(e.message); } }
+        return seen;
+    "#;
+    let (code, v, err) = run(root, &["--allow", "write"], program);
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(
+        v["result"],
+        serde_json::json!([
+            "pipe: not a regular file (a FIFO, a socket or a device); edit_file edits files",
+            "pipe: not a regular file (a FIFO, a socket or a device); it is left as it is",
+        ])
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::symlink_metadata(root.join("pipe"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+}
+
+#[test]
+fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (code, v, _) = run(
+        root,
+        &["--yield-after", "100ms", "--timeout", "600ms"],
+        "await new Promise(r => setTimeout(r, 3000)); return 'late'",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(v["error"]["name"], "TimeoutError", "{v}");
+
+    let marker = format!("codemode-term-{}", std::process::id());
+    let program = root.join("p.js");
+    std::fs::write(
+        &program,
+        format!("await tools.bash({{command: 'sleep 60; echo {marker}'}})"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args([
+            "run",
+            program.to_str().unwrap(),
+            "--root",
+            root.to_str().unwrap(),
+        ])
+        .args(["--allow", "shell", "--yield-after", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes_with(&marker) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill(2) sends SIGTERM to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(processes_with(&marker), 0, "the job's command was killed");
+}

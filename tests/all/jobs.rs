@@ -944,3 +944,54 @@ async fn a_background_run_s_final_value_is_capped_and_spilled() {
     assert_eq!(lines.len(), 200, "{end:#}");
     assert_eq!(lines[199], "line 199");
 }
+
+#[tokio::test]
+async fn foreground_runs_need_no_job_slot_and_stay_in_the_foreground_when_none_is_free() {
+    let (h, _j) = run_code_harness(RunCodeConfig::default());
+    h.registry
+        .jobs()
+        .configure(JobsConfig::default().max_running(1, 1));
+    h.registry
+        .call(
+            "run_code",
+            json!({"code": "await new Promise(r => setTimeout(r, 60000))", "run_in_background": true}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    // Every slot is taken: a quick run still answers, and a slow one that would yield stays
+    // in the foreground to its end.
+    let quick = h
+        .registry
+        .call(
+            "run_code",
+            json!({"code": "return 1", "yield_after_ms": 50}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(quick["result"], 1);
+    let slow = h
+        .registry
+        .call(
+            "run_code",
+            json!({"code": "await new Promise(r => setTimeout(r, 300)); return 2", "yield_after_ms": 50}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(slow["status"], "ok", "{slow}");
+    assert_eq!(slow["result"], 2);
+    // yield_after_ms 0 waits for the end, as --yield-after 0 does.
+    let zero = h
+        .registry
+        .call(
+            "run_code",
+            json!({"code": "await new Promise(r => setTimeout(r, 100)); return 3", "yield_after_ms": 0}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(zero["result"], 3);
+    h.registry.jobs().shutdown().await;
+}

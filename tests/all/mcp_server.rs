@@ -802,6 +802,10 @@ fn a_program_longer_than_the_client_s_timeout_is_followed_with_job_output_and_jo
         "{seen}"
     );
     assert_eq!(
+        seen["first"]["isError"], false,
+        "a run going on is no error"
+    );
+    assert_eq!(
         seen["first"]["text"],
         format!(
             "step 1\nstill running as background job {id}; read what follows with job_output {{\"job_id\": \"{id}\", \"wait_ms\": 10000}}, stop it with job_kill"
@@ -819,7 +823,7 @@ fn a_program_longer_than_the_client_s_timeout_is_followed_with_job_output_and_jo
     assert_eq!(seen["strangerKills"], unknown);
     assert_eq!(
         seen["background"],
-        json!({"kind": "background", "job_id": "run_code-3"})
+        json!({"kind": "background", "job_id": "run_code-3", "isError": false})
     );
     assert_eq!(seen["sleepKilledWithSession"], true);
 }

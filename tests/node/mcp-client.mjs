@@ -112,7 +112,11 @@ if (options.jobs) {
     "console.log('step 1'); await new Promise(r => setTimeout(r, 2500)); console.log('step 2'); return 'long done'";
   const first = await call("run_code", { code }, quick);
   const id = first.structuredContent.job_id;
-  seen.first = { text: first.content.map((c) => c.text).join("\n"), structured: first.structuredContent };
+  seen.first = {
+    text: first.content.map((c) => c.text).join("\n"),
+    structured: first.structuredContent,
+    isError: first.isError ?? false,
+  };
   const polls = [];
   for (;;) {
     const r = await call("job_output", { job_id: id, wait_ms: 1_000 }, quick);
@@ -139,7 +143,7 @@ if (options.jobs) {
     code: `await tools.sleep({ pidfile: ${JSON.stringify(options.jobs.pidfile)} })`,
     run_in_background: true,
   });
-  seen.background = bg.structuredContent;
+  seen.background = { ...bg.structuredContent, isError: bg.isError ?? false };
   const pid = await until("the sleep tool's pid", () => {
     try {
       const text = readFileSync(options.jobs.pidfile, "utf8").trim();

@@ -9,7 +9,7 @@ use clap::Args;
 use codemode::mcp::server::{
     DEFAULT_MAX_CALLS_PER_SESSION, DEFAULT_YIELD_AFTER, HttpOptions, McpServer, McpServerConfig,
 };
-use codemode::run_code::{EnginePool, SpillConfig};
+use codemode::run_code::{EnginePool, RunCodeConfig, SpillConfig};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
@@ -93,6 +93,9 @@ impl McpCommand {
             .run_code_config()
             .spill(Some(SpillConfig::default()))
             .yield_after((self.yield_after > 0).then(|| Duration::from_millis(self.yield_after)));
+        // --timeout bounds a run in the foreground; one that goes on as a job gets the
+        // library's background timeout (10 minutes).
+        run_code = run_code.background_timeout(RunCodeConfig::default().background_timeout);
         if self.warm_engines > 0 {
             run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
         }

@@ -577,18 +577,24 @@ impl Jobs {
                 return Err(JobError::ShuttingDown);
             }
             sweep(&mut table, &config);
-            let running: Vec<&Arc<Entry>> =
-                table.jobs.values().filter(|e| e.is_running()).collect();
-            if running.len() >= config.max_running {
+            // A held job is its caller's foreground run: it takes a slot only once handed
+            // out (`publish`), so foreground runs are never refused for want of one.
+            let running: Vec<&Arc<Entry>> = table
+                .jobs
+                .values()
+                .filter(|e| e.is_running() && e.published.load(Ordering::SeqCst))
+                .collect();
+            if !spec.held && running.len() >= config.max_running {
                 return Err(JobError::TooMany {
                     limit: config.max_running,
                 });
             }
-            if running
-                .iter()
-                .filter(|e| e.owner.same_as(&spec.owner))
-                .count()
-                >= config.max_running_per_owner
+            if !spec.held
+                && running
+                    .iter()
+                    .filter(|e| e.owner.same_as(&spec.owner))
+                    .count()
+                    >= config.max_running_per_owner
             {
                 return Err(JobError::TooManyForOwner {
                     limit: config.max_running_per_owner,
@@ -752,16 +758,43 @@ impl Jobs {
         }
     }
 
-    /// Hands a held job out: from now on its end is announced. `Some(status)` when it has
-    /// already ended (nothing is announced; take its outcome instead).
-    pub(crate) fn publish(&self, id: &str) -> Option<JobStatus> {
-        let job = self.table().jobs.get(id).cloned()?;
+    /// Hands a held job out: from now on its end is announced and it counts toward the
+    /// bounds. `Ok(Some(status))` when it has already ended (nothing is announced; take its
+    /// outcome instead); an error when the bounds leave no room (it stays held).
+    pub(crate) fn publish(&self, id: &str) -> Result<Option<JobStatus>, JobError> {
+        let config = self.config();
+        let table = self.table();
+        let Some(job) = table.jobs.get(id).cloned() else {
+            return Ok(None);
+        };
+        // Handed out, it counts: the bounds are checked now.
+        let running: Vec<&Arc<Entry>> = table
+            .jobs
+            .values()
+            .filter(|e| e.is_running() && e.published.load(Ordering::SeqCst))
+            .collect();
+        if running.len() >= config.max_running {
+            return Err(JobError::TooMany {
+                limit: config.max_running,
+            });
+        }
+        if running
+            .iter()
+            .filter(|e| e.owner.same_as(&job.owner))
+            .count()
+            >= config.max_running_per_owner
+        {
+            return Err(JobError::TooManyForOwner {
+                limit: config.max_running_per_owner,
+            });
+        }
+        drop(table);
         let state = job.lock_state();
         match &*state {
-            State::Ended { status, .. } => Some(status.clone()),
+            State::Ended { status, .. } => Ok(Some(status.clone())),
             State::Running { .. } => {
                 job.published.store(true, Ordering::SeqCst);
-                None
+                Ok(None)
             }
         }
     }
