@@ -398,6 +398,17 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
         let servers = connect_all(vec![config], &h.registry).await;
         let server = servers.into_iter().next().unwrap().unwrap();
         assert_eq!(server.tools().len(), 11);
+        // A tool keeps the annotations its server sends; one without has none.
+        let slow = h.registry.get("t.slow").unwrap();
+        assert_eq!(
+            slow.annotations(),
+            &codemode::ToolAnnotations {
+                read_only_hint: Some(true),
+                open_world_hint: Some(false),
+                ..Default::default()
+            }
+        );
+        assert!(h.registry.get("t.exit").unwrap().annotations().is_empty());
 
         // Past the server's call timeout: a timeout error naming server, tool and limit.
         let outcome = h.registry.call("t.slow", json!({"ms": 5000})).await;

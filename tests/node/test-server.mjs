@@ -31,7 +31,12 @@ const note = (line) => logFile && appendFileSync(logFile, line + "\n");
 
 const object = (properties, required = []) => ({ type: "object", properties, required });
 const tools = [
-  { name: "slow", description: "Answer after ms.", inputSchema: object({ ms: { type: "integer" } }, ["ms"]) },
+  {
+    name: "slow",
+    description: "Answer after ms.",
+    inputSchema: object({ ms: { type: "integer" } }, ["ms"]),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
   { name: "exit", description: "Exit the server process.", inputSchema: object({ code: { type: "integer" } }, ["code"]) },
   {
     name: "steps",
