@@ -189,18 +189,6 @@ fn edit_file_replaces_exact_text_once_or_everywhere_and_reports_hunks() {
     );
 }
 
-/// Processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-        })
-        .count()
-}
-
 #[test]
 fn bash_returns_exit_codes_bounds_output_times_out_and_is_killed_with_its_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,7 +230,7 @@ fn bash_returns_exit_codes_bounds_output_times_out_and_is_killed_with_its_run() 
     assert_eq!(code, 1);
     assert_eq!(v["error"]["name"], "TimeoutError");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(processes_with(&marker), 0);
+    assert_eq!(crate::support::processes_with(&marker), 0);
 }
 
 /// A loopback HTTP server for the tests: `/page` (HTML), `/text`, `/big` (2 MB),
@@ -660,23 +648,14 @@ fn bash_runs_with_the_environment_of_manifest_commands() {
     assert!(!env.contains("CODEMODE_TEST_SECRET"), "{env}");
     assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
     let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
-    let allowed = [
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LC_ALL",
-        "LC_CTYPE",
-        "TZ",
-        "TMPDIR",
-        "SYSTEMROOT",
-        "PWD",
-        "SHLVL",
-        "_",
-        "OLDPWD",
-    ];
-    assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
+    // The manifest commands' list, and what bash sets for itself.
+    let own = ["PWD", "SHLVL", "_", "OLDPWD"];
+    assert!(
+        names
+            .iter()
+            .all(|n| codemode::manifest::ENV_ALLOW_LIST.contains(n) || own.contains(n)),
+        "{names:?}"
+    );
 }
 
 #[test]
@@ -746,7 +725,7 @@ fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while processes_with(&marker) == 0 {
+    while crate::support::processes_with(&marker) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the command never started"
@@ -758,5 +737,9 @@ fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    assert_eq!(processes_with(&marker), 0, "the job's command was killed");
+    assert_eq!(
+        crate::support::processes_with(&marker),
+        0,
+        "the job's command was killed"
+    );
 }

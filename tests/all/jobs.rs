@@ -741,24 +741,6 @@ fn rss() -> u64 {
     pages * 4096
 }
 
-/// Processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-        })
-        .count()
-}
-
 #[test]
 fn a_hundred_jobs_end_within_a_second_of_shutdown_leaving_no_process_or_memory() {
     // Alone among the heavy tests (it times the shutdown), and in a process of its own:
@@ -837,11 +819,11 @@ async fn a_hundred_jobs() {
     let baseline = rss();
     start_all(h.registry.clone(), 100).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_with(&marker) < 50 {
+    while crate::support::processes_with(&marker) < 50 {
         assert!(
             Instant::now() < deadline,
             "only {} commands started",
-            processes_with(&marker)
+            crate::support::processes_with(&marker)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -853,7 +835,11 @@ async fn a_hundred_jobs() {
     h.registry.jobs().shutdown().await;
     let took = started.elapsed();
     assert_eq!(h.registry.jobs().stats().threads, 0);
-    assert_eq!(processes_with(&marker), 0, "no command is left");
+    assert_eq!(
+        crate::support::processes_with(&marker),
+        0,
+        "no command is left"
+    );
     // Engines are freed by a reaper thread, and the allocator keeps freed pages until
     // asked: give both a moment, then measure what is really held.
     let mut after = rss();
@@ -902,7 +888,7 @@ async fn job_kill_of_a_command_tool_kills_its_process_group() {
         .unwrap();
     assert_eq!(handle, json!({"kind": "background", "job_id": "wait-1"}));
     let deadline = Instant::now() + Duration::from_secs(10);
-    while processes_with(&marker) == 0 {
+    while crate::support::processes_with(&marker) == 0 {
         assert!(Instant::now() < deadline, "the command never started");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -912,7 +898,11 @@ async fn job_kill_of_a_command_tool_kills_its_process_group() {
         .into_result()
         .unwrap();
     assert_eq!(killed["status"], "killed");
-    assert_eq!(processes_with(&marker), 0, "the command's group is gone");
+    assert_eq!(
+        crate::support::processes_with(&marker),
+        0,
+        "the command's group is gone"
+    );
     threads_gone(registry.jobs()).await;
 }
 

@@ -579,26 +579,8 @@ impl Jobs {
             sweep(&mut table, &config);
             // A held job is its caller's foreground run: it takes a slot only once handed
             // out (`publish`), so foreground runs are never refused for want of one.
-            let running: Vec<&Arc<Entry>> = table
-                .jobs
-                .values()
-                .filter(|e| e.is_running() && e.published.load(Ordering::SeqCst))
-                .collect();
-            if !spec.held && running.len() >= config.max_running {
-                return Err(JobError::TooMany {
-                    limit: config.max_running,
-                });
-            }
-            if !spec.held
-                && running
-                    .iter()
-                    .filter(|e| e.owner.same_as(&spec.owner))
-                    .count()
-                    >= config.max_running_per_owner
-            {
-                return Err(JobError::TooManyForOwner {
-                    limit: config.max_running_per_owner,
-                });
+            if !spec.held {
+                room(&table, &config, &spec.owner)?;
             }
             let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
             id = format!("{}-{n}", spec.kind);
@@ -768,26 +750,7 @@ impl Jobs {
             return Ok(None);
         };
         // Handed out, it counts: the bounds are checked now.
-        let running: Vec<&Arc<Entry>> = table
-            .jobs
-            .values()
-            .filter(|e| e.is_running() && e.published.load(Ordering::SeqCst))
-            .collect();
-        if running.len() >= config.max_running {
-            return Err(JobError::TooMany {
-                limit: config.max_running,
-            });
-        }
-        if running
-            .iter()
-            .filter(|e| e.owner.same_as(&job.owner))
-            .count()
-            >= config.max_running_per_owner
-        {
-            return Err(JobError::TooManyForOwner {
-                limit: config.max_running_per_owner,
-            });
-        }
+        room(&table, &config, &job.owner)?;
         drop(table);
         let state = job.lock_state();
         match &*state {
@@ -953,6 +916,30 @@ async fn supervise(job: &Entry, done: BoxFuture<'static, JobEnd>) -> JobStatus {
         (None, JobEnd::Finished(value)) => JobStatus::Finished(value),
         (None, JobEnd::Failed(message)) => JobStatus::Failed(message),
     }
+}
+
+/// Whether one more job of `owner` may run: the handed-out running jobs are under both
+/// bounds.
+fn room(table: &Table, config: &JobsConfig, owner: &Agent) -> Result<(), JobError> {
+    let mut all = 0;
+    let mut owners = 0;
+    for e in table.jobs.values() {
+        if e.is_running() && e.published.load(Ordering::SeqCst) {
+            all += 1;
+            owners += usize::from(e.owner.same_as(owner));
+        }
+    }
+    if all >= config.max_running {
+        return Err(JobError::TooMany {
+            limit: config.max_running,
+        });
+    }
+    if owners >= config.max_running_per_owner {
+        return Err(JobError::TooManyForOwner {
+            limit: config.max_running_per_owner,
+        });
+    }
+    Ok(())
 }
 
 /// Drops ended jobs past their keeping time (and the oldest past the count), leaving a
