@@ -68,6 +68,7 @@ mod program;
 pub mod run_code;
 mod sandbox;
 pub mod schema;
+pub mod tokens;
 mod value;
 
 pub use builtin::{AllowedHosts, FileTools, web_fetch_tool};

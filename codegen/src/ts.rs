@@ -208,10 +208,63 @@ pub fn declarations(tools: &[ToolDecl]) -> Result<String, DeclarationError> {
 /// As [`declarations`].
 pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, DeclarationError> {
     let mut sorted: Vec<&ToolDecl> = tools.iter().collect();
-    // Tools named `GROUP.tool` (an MCP server's) stay together, after the others.
+    // Tools named `GROUP.tool` (an MCP server's tools) stay together, after the others.
     sorted.sort_by(|a, b| (group(&a.name), &a.name).cmp(&(group(&b.name), &b.name)));
     check_members(&sorted)?;
+    if layout == Layout::Pretty {
+        return Ok(render(&sorted, None));
+    }
+    // Compact: an object type written out twice or more is named once. Each pass names the
+    // shapes an earlier pass saw repeated; a shape that holds a named one reads differently
+    // once that one is named, so passes go on (at most SHAPE_PASSES) until no new repeat
+    // appears.
+    let mut shapes = Shapes::default();
+    let mut out = render(&sorted, Some(&mut shapes));
+    for _ in 1..SHAPE_PASSES {
+        let before = shapes.repeated.len();
+        let seen = std::mem::take(&mut shapes.seen);
+        shapes
+            .repeated
+            .extend(seen.into_iter().filter(|(_, n)| *n >= 2).map(|(t, _)| t));
+        if shapes.repeated.len() == before {
+            break;
+        }
+        shapes.named.clear();
+        shapes.defs.clear();
+        out = render(&sorted, Some(&mut shapes));
+    }
+    Ok(out)
+}
 
+/// Most passes [`declarations_with`] makes to name repeated shapes (nesting deeper than
+/// this keeps its outer repeats written out).
+const SHAPE_PASSES: usize = 5;
+
+/// Shortest object type (in bytes) that is named when it repeats: a shorter one costs a
+/// model fewer tokens written out than as a name and its definition.
+const MIN_SHAPE: usize = 40;
+
+/// The object types of one compact rendering, to name those that repeat.
+#[derive(Default)]
+struct Shapes {
+    /// How often each object type's text (of at least [`MIN_SHAPE`] bytes) appeared in
+    /// this pass.
+    seen: std::collections::HashMap<String, usize>,
+    /// Texts an earlier pass saw at least twice: named in this pass.
+    repeated: HashSet<String>,
+    /// Text → the name this pass gave it.
+    named: std::collections::HashMap<String, String>,
+    /// `type Name = …;` of each name given, in order.
+    defs: String,
+}
+
+/// One rendering of the declarations; `shapes` for the compact layout.
+fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
+    let layout = if shapes.is_some() {
+        Layout::Compact
+    } else {
+        Layout::Pretty
+    };
     let mut names = Names::default();
     let mut aliases = String::new();
     let mut args = String::new();
@@ -219,8 +272,12 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
     let mut methods = String::new();
     let pretty = layout == Layout::Pretty;
     let mut uses_integer = false;
+    let mut open_objects = false;
+    // Compact: (output type, its doc) → the tools that have it, in order.
+    let mut shared_outputs: indexmap::IndexMap<(String, String), Vec<&str>> =
+        indexmap::IndexMap::new();
     let mut current_group = None;
-    for t in &sorted {
+    for t in sorted {
         if pretty && group(&t.name) != current_group {
             current_group = group(&t.name);
             if let Some(g) = current_group {
@@ -247,6 +304,9 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
                 unguarded: Vec::new(),
                 pretty,
                 uses_integer: false,
+                open_objects: false,
+                shapes: shapes.as_deref_mut(),
+                hint: None,
             };
             // The entry carries the documentation: the type is bare.
             (types[i], docs[i]) = e.ty_and_doc(schema, 1, true);
@@ -255,6 +315,7 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
                 types[i] = root_alias.clone();
             }
             uses_integer |= e.uses_integer;
+            open_objects |= e.open_objects;
         }
         let [arg_ty, out_ty] = types;
         let [arg_doc, out_doc] = docs;
@@ -295,14 +356,16 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
                 false,
             );
             if out_ty != "unknown" || !out_doc.is_empty() {
-                push_member(
-                    &mut outputs,
-                    &out_doc,
-                    &format!("{}: {out_ty};", key(&t.name)),
-                    false,
-                );
+                shared_outputs
+                    .entry((out_ty, out_doc))
+                    .or_default()
+                    .push(&t.name);
             }
-            if let Some(alias) = t.alias.as_deref().filter(|a| *a != t.name) {
+            if let Some(alias) = t
+                .alias
+                .as_deref()
+                .filter(|a| *a != t.name && *a != dashes_and_dots(&t.name))
+            {
                 push_member(&mut methods, "", &format!("{alias}: {METHOD}<{q}>;"), false);
             }
         }
@@ -313,6 +376,12 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
     }
     if uses_integer {
         out.push_str("type integer = number;\n");
+    }
+    if !pretty && open_objects {
+        out.push_str(OPEN_OBJECTS_NOTE);
+    }
+    if let Some(shapes) = &shapes {
+        out.push_str(&shapes.defs);
     }
     out.push_str(&aliases);
     if pretty {
@@ -326,28 +395,68 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
         out.push_str("declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n  readonly toolName: string;\n}\n");
     } else {
         let _ = writeln!(out, "interface ToolArgsMap {{ {args}}}");
+        // Tools with the same output (and no doc on it) share one entry.
+        let mut extends = Vec::new();
+        for ((ty, doc), tools) in &shared_outputs {
+            if tools.len() > 1 && doc.is_empty() {
+                let names: Vec<String> = tools.iter().map(|n| quote(n)).collect();
+                extends.push(format!("Record<{}, {ty}>", names.join(" | ")));
+            } else {
+                for name in tools {
+                    push_member(&mut outputs, doc, &format!("{}: {ty};", key(name)), false);
+                }
+            }
+        }
+        let extends = if extends.is_empty() {
+            String::new()
+        } else {
+            format!("extends {} ", extends.join(", "))
+        };
         let _ = writeln!(
             out,
-            "interface ToolOutputMap {{ [tool: string]: unknown; {outputs}}}"
+            "interface ToolOutputMap {extends}{{ [tool: string]: unknown; {outputs}}}"
         );
         let _ = writeln!(
             out,
             "type {METHOD}<K extends keyof ToolArgsMap> = {{}} extends ToolArgsMap[K] ? (args?: ToolArgsMap[K]) => Promise<ToolOutputMap[K]> : (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;"
         );
+        // Names with `-` or `.` are also reachable with `_` in their place (the alias rule
+        // for them); other aliases are listed.
+        let aliased = sorted.iter().any(|t| {
+            t.alias
+                .as_deref()
+                .is_some_and(|a| a != t.name && a == dashes_and_dots(&t.name))
+        });
+        let keys = if aliased {
+            out.push_str(ALIAS_TYPE);
+            "K in keyof ToolArgsMap as K | Alias<K>"
+        } else {
+            "K in keyof ToolArgsMap"
+        };
         if methods.is_empty() {
-            let _ = writeln!(
-                out,
-                "declare const tools: {{ [K in keyof ToolArgsMap]: {METHOD}<K> }};"
-            );
+            let _ = writeln!(out, "declare const tools: {{ [{keys}]: {METHOD}<K> }};");
         } else {
             let _ = writeln!(
                 out,
-                "declare const tools: {{ [K in keyof ToolArgsMap]: {METHOD}<K> }} & {{ {methods}}};"
+                "declare const tools: {{ [{keys}]: {METHOD}<K> }} & {{ {methods}}};"
             );
         }
         out.push_str("declare class ToolCallError extends Error { readonly name: \"ToolCallError\"; readonly toolName: string }\n");
     }
-    Ok(out)
+    out
+}
+
+/// Said once in compact declarations that leave out open objects' index signatures.
+const OPEN_OBJECTS_NOTE: &str =
+    "// Objects list the keys a tool reads; others are accepted and ignored.\n";
+
+/// The alias rule for names whose only characters outside an identifier's are `-` and `.`
+/// (see [`dashes_and_dots`]), as a type.
+const ALIAS_TYPE: &str = "type Alias<S> = S extends `${infer A}-${infer B}` | `${infer A}.${infer B}` ? `${Alias<A>}_${Alias<B>}` : S; // tools[\"a-b.c\"] is also tools.a_b_c\n";
+
+/// `name` with `-` and `.` replaced by `_`: the alias [`ALIAS_TYPE`] gives it.
+fn dashes_and_dots(name: &str) -> String {
+    name.replace(['-', '.'], "_")
 }
 
 /// Whether arguments of `schema` may be left out (a call without arguments is a call with
@@ -696,6 +805,25 @@ fn type_prefix(name: &str) -> String {
     out
 }
 
+/// The singular of a property name, for the type of one of its items: `entities` →
+/// `entity`, `matches` → `match`, `files` → `file`; other names are kept.
+fn singular(name: &str) -> String {
+    if let Some(stem) = name.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = name
+        .strip_suffix("ches")
+        .or_else(|| name.strip_suffix("shes"))
+        .or_else(|| name.strip_suffix("sses"))
+        .or_else(|| name.strip_suffix("xes"))
+    {
+        format!("{stem}{}", &name[stem.len()..name.len() - 2])
+    } else if let Some(stem) = name.strip_suffix('s').filter(|s| !s.ends_with('s')) {
+        stem.to_owned()
+    } else {
+        format!("{name}Item")
+    }
+}
+
 /// Alias names given out so far.
 #[derive(Default)]
 struct Names {
@@ -731,6 +859,13 @@ struct Emitter<'a> {
     unguarded: Vec<String>,
     pretty: bool,
     uses_integer: bool,
+    /// Whether an open object's index signature was left out (compact).
+    open_objects: bool,
+    /// Repeated object types to name (compact).
+    shapes: Option<&'a mut Shapes>,
+    /// What the object type being rendered is called where it appears: the property that
+    /// holds it (singular for an array's items).
+    hint: Option<String>,
 }
 
 impl Emitter<'_> {
@@ -981,7 +1116,10 @@ impl Emitter<'_> {
             }
             match k.items {
                 Some(items) => {
+                    let singular = e.hint.as_deref().map(singular);
+                    let saved = std::mem::replace(&mut e.hint, singular);
                     let inner = e.ty(items, indent, false);
+                    e.hint = saved;
                     wrapped_with(&inner, "[]")
                 }
                 None => "unknown[]".to_owned(),
@@ -1020,7 +1158,9 @@ impl Emitter<'_> {
         let props = k.properties.and_then(Value::as_object);
         if let Some(props) = props {
             for (name, prop) in props {
+                let saved = self.hint.replace(name.clone());
                 let (mut t, doc) = self.ty_and_doc(prop, indent + 1, true);
+                self.hint = saved;
                 let optional = !required.contains(&name.as_str());
                 if optional && OBJECT_MEMBERS.contains(&name.as_str()) {
                     // An object literal without this key still has the inherited member,
@@ -1063,7 +1203,12 @@ impl Emitter<'_> {
         let closed = match k.additional_properties {
             Some(Value::Bool(false)) => true,
             None | Some(Value::Bool(true)) => {
-                extra.push("unknown".to_owned());
+                if self.pretty {
+                    extra.push("unknown".to_owned());
+                } else {
+                    // Compact: said once for all (OPEN_OBJECTS_NOTE).
+                    self.open_objects = true;
+                }
                 false
             }
             Some(schema) => {
@@ -1105,7 +1250,32 @@ impl Emitter<'_> {
             }
         }
         body.push('}');
-        body
+        self.shape(body)
+    }
+
+    /// `body`, an object type, or the name it has when it repeats (compact).
+    fn shape(&mut self, body: String) -> String {
+        let Some(shapes) = self.shapes.as_deref_mut() else {
+            return body;
+        };
+        if body.len() < MIN_SHAPE {
+            return body;
+        }
+        *shapes.seen.entry(body.clone()).or_default() += 1;
+        if !shapes.repeated.contains(&body) {
+            return body;
+        }
+        if let Some(name) = shapes.named.get(&body) {
+            return name.clone();
+        }
+        let base = match self.hint.as_deref() {
+            Some(h) => type_prefix(h),
+            None => self.base.clone(),
+        };
+        let name = self.names.unique(&base);
+        let _ = writeln!(shapes.defs, "type {name} = {body};");
+        shapes.named.insert(body, name.clone());
+        name
     }
 
     /// Writes one member of an object type: its JSDoc, then `parts`.

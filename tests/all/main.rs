@@ -22,4 +22,5 @@ mod sandbox;
 mod schema;
 mod support;
 mod test262;
+mod tokens;
 mod values;

@@ -1,8 +1,8 @@
 // Print the TypeScript declarations that @cloudflare/codemode 0.5.6 generates
 // for a set of MCP tools, so their size can be compared with ours.
 //
-//   cd benches/node && npm ci
-//   node cloudflare-declarations.mjs ../../tests/fixtures/mcp/server-everything.json
+//   cd tests/node && npm ci
+//   node cloudflare-declarations.mjs ../fixtures/mcp/server-everything.json
 //
 // Input: a fixture {"server": name, "tools": [{name, description, inputSchema,
 // outputSchema?, ...}]}. Output (stdout, nothing else): the generated text.
