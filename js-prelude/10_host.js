@@ -2,6 +2,8 @@
 //   toolFunctions: one native function per tool, in the order of `toolNames`: `(args)`
 //     -> a promise of the call's result (see 20_tools.js for the helpers it uses)
 //   unknownTool(name) -> message naming the available tools
+//   searchTools(query, limit) -> [{name, description}, ...]; describeTools(names) ->
+//     the declarations of those tools (throws for a name that is no tool)
 //   log(level, text)
 //   loadInspect(primordials) -> { formatArgs, inspect } (31_inspect.js)
 //   setTimer(id, milliseconds), clearTimer(id)
@@ -18,6 +20,8 @@ const P = internals.primordials;
 internals.host = P.ObjectFreeze({
   toolFunctions: host.toolFunctions,
   unknownTool: host.unknownTool,
+  searchTools: host.searchTools,
+  describeTools: host.describeTools,
   log: host.log,
   loadInspect: host.loadInspect,
   setTimer: host.setTimer,

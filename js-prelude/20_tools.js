@@ -10,7 +10,7 @@
 
 const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, PromiseReject, String } = P;
+const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, PromiseReject, PromiseResolve, String } = P;
 
 class ToolCallError extends P.Error {
   constructor(toolName, message) {
@@ -96,6 +96,34 @@ for (let i = 0; i < names.length; i++) {
     ObjectDefineProperty(tools, alias, { value: fn, enumerable: false });
   }
 }
+// Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
+// (the registry refuses them), not enumerable, and make no call.
+ObjectDefineProperty(tools, "$search", {
+  value: function $search(query, limit) {
+    try {
+      return PromiseResolve(H.searchTools(String(query), limit === undefined ? 0 : Number(limit)));
+    } catch (e) {
+      return PromiseReject(new ToolCallError("$search", messageOf(e)));
+    }
+  },
+});
+ObjectDefineProperty(tools, "$describe", {
+  value: function $describe(names) {
+    try {
+      const list = [];
+      if (P.ArrayIsArray(names)) {
+        const n = names.length;
+        if (!(n <= 500)) throw new P.Error("describe at most 500 tools at once");
+        for (let i = 0; i < n; i++) P.ArrayPrototypePush(list, String(names[i]));
+      } else {
+        P.ArrayPrototypePush(list, String(names));
+      }
+      return PromiseResolve(H.describeTools(list));
+    } catch (e) {
+      return PromiseReject(new ToolCallError("$describe", messageOf(e)));
+    }
+  },
+});
 ObjectFreeze(tools);
 
 internals.tools = tools;

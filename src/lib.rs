@@ -61,6 +61,7 @@ mod builtin;
 pub mod check;
 mod child;
 pub mod declarations;
+pub mod discovery;
 mod dispatch;
 pub mod manifest;
 pub mod mcp;

@@ -151,6 +151,7 @@ const TAKEN: &[&str] = &[
     "Set",
     "String",
     "Symbol",
+    "Alias",
 ];
 
 /// Whether `name` is an ASCII JavaScript identifier (not checked against reserved words:

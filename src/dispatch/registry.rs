@@ -28,9 +28,12 @@ use crate::value::FxBuild;
 pub const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// Names a tool cannot take because the sandbox's `tools` object, promises or JSON need
-/// them: `then` (it would make `await tools` hang), `toJSON`, and the names of
-/// `Object.prototype`.
+/// them: `then` (it would make `await tools` hang), `toJSON`, the names of
+/// `Object.prototype`, and the discovery functions `$search` and `$describe` (see
+/// [`crate::discovery`]).
 pub const RESERVED_TOOL_NAMES: &[&str] = &[
+    "$search",
+    "$describe",
     "then",
     "catch",
     "finally",
@@ -446,7 +449,9 @@ fn check_name(name: &str) -> Result<(), RegisterError> {
     if RESERVED_TOOL_NAMES.contains(&name)
         || RESERVED_TOOL_NAMES.contains(&tool_alias(name).as_str())
     {
-        return refuse("the sandbox's `tools` object, promises or JSON use that name");
+        return refuse(
+            "the sandbox's `tools` object, promises, JSON or tool discovery use that name",
+        );
     }
     Ok(())
 }

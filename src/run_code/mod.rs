@@ -81,6 +81,12 @@ pub struct RunCodeConfig {
     /// back as a background job. `None` (the library's default) waits for the end;
     /// `codemode mcp` uses 10 000 ms.
     pub yield_after: Option<Duration>,
+    /// Most `o200k_base` tokens the tools' declarations may take in `run_code`'s
+    /// description; past it the description shows an index of the tools instead, and
+    /// programs discover them with `tools.$search` and `tools.$describe` (see
+    /// [`crate::discovery`]). Default [`crate::discovery::DEFAULT_TOOL_BUDGET`] (2 000);
+    /// `usize::MAX` always declares every tool, 0 always shows the index.
+    pub tool_budget: usize,
 }
 
 impl Default for RunCodeConfig {
@@ -94,11 +100,18 @@ impl Default for RunCodeConfig {
             engine_pool: None,
             background_timeout: Duration::from_millis(600_000),
             yield_after: None,
+            tool_budget: crate::discovery::DEFAULT_TOOL_BUDGET,
         }
     }
 }
 
 impl RunCodeConfig {
+    /// Sets [`RunCodeConfig::tool_budget`], in `o200k_base` tokens.
+    pub fn tool_budget(mut self, tokens: usize) -> Self {
+        self.tool_budget = tokens;
+        self
+    }
+
     /// Sets the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -271,14 +284,19 @@ pub fn run_code_output_schema() -> ValueSchema {
 /// # });
 /// ```
 pub fn run_code_tool(config: RunCodeConfig) -> Tool {
+    let budget = config.tool_budget;
     let description = "Run a JavaScript or TypeScript program. Every tool is available as `await tools.<name>(args)`; \
         top-level await and return work, and the value of a final expression is the result. \
         console.log output is captured. Calls run concurrently with Promise.all. \
         Output (logs and result) longer than the cap is cut, and the full output is saved to a file the result names.";
     Tool::builder(RUN_CODE)
         .description(description)
-        .describe_with(|base, registry| {
-            match crate::declarations::declarations(registry, crate::declarations::Layout::Compact) {
+        .describe_with(move |base, registry| {
+            let tools = crate::declarations::tool_decls(registry);
+            match codemode_codegen::declarations_with(&tools, crate::declarations::Layout::Compact) {
+                Ok(d) if crate::tokens::over_budget(&d, budget) => {
+                    format!("{base}\n\n{}", crate::discovery::index(&tools))
+                }
                 Ok(d) => {
                     // A fence longer than any run of backticks in the declarations (a
                     // description may hold one), so nothing closes it early (CommonMark).

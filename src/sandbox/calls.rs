@@ -126,6 +126,11 @@ impl Calls {
         &self.tools
     }
 
+    /// The registry the calls dispatch in.
+    pub(super) fn registry(&self) -> &Registry {
+        &self.dispatch.registry
+    }
+
     /// The calls the program made so far (what `max_tool_calls` bounds).
     pub(super) fn made(&self) -> usize {
         self.calls.len()

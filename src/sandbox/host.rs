@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Function, Object, Value};
+use rquickjs::{Ctx, Exception, Function, Object, Value};
 
 use super::bridge::{BridgeSlot, tool_function};
+use super::convert::json_to_js;
 use super::flags::RunFlags;
 use super::logs::LogLevel;
 use super::prelude;
@@ -25,6 +26,12 @@ pub(super) struct Host<'js> {
     tool_functions: Vec<Function<'js>>,
     /// `unknownTool(name)` → the message naming the available tools.
     unknown_tool: Function<'js>,
+    /// `searchTools(query, limit)` → `[{name, description}, …]` (see
+    /// [`crate::discovery::search`]).
+    search_tools: Function<'js>,
+    /// `describeTools(names)` → the declarations of those tools; throws when one is no
+    /// tool (see [`crate::discovery::describe`]).
+    describe_tools: Function<'js>,
     /// `log(level, text)`: one console line.
     log: Function<'js>,
     /// `loadInspect(primordials)` → `{ formatArgs, inspect }` (31_inspect.js).
@@ -83,6 +90,37 @@ impl<'js> Host<'js> {
             unknown_tool_message(&name, &names)
         })?;
 
+        let (search_state, search_bridge) = (state.clone(), bridge.clone());
+        let search_tools = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, query: String, limit: f64| -> rquickjs::Result<Value<'js>> {
+                let tools = visible_tools(&search_state);
+                let limit = if limit.is_finite() && limit >= 1.0 {
+                    (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
+                } else {
+                    crate::discovery::DEFAULT_SEARCH_LIMIT
+                };
+                let found: Vec<serde_json::Value> = crate::discovery::search(&tools, &query, limit)
+                    .into_iter()
+                    .map(|t| serde_json::json!({"name": t.name, "description": t.description}))
+                    .collect();
+                let slot = search_bridge.borrow();
+                let Some(b) = slot.as_ref() else {
+                    return Err(Exception::throw_message(&ctx, "the run has ended"));
+                };
+                json_to_js(&ctx, &b.prims, &serde_json::Value::Array(found))
+            },
+        )?;
+        let describe_state = state.clone();
+        let describe_tools = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, names: Vec<String>| -> rquickjs::Result<String> {
+                let tools = visible_tools(&describe_state);
+                crate::discovery::describe(&tools, &names)
+                    .map_err(|message| Exception::throw_message(&ctx, &message))
+            },
+        )?;
+
         let load_inspect =
             Function::new(ctx.clone(), |ctx: Ctx<'js>, primordials: Object<'js>| {
                 prelude::load_inspect(&ctx, primordials)
@@ -126,6 +164,8 @@ impl<'js> Host<'js> {
             is_proxy,
             tool_functions,
             unknown_tool,
+            search_tools,
+            describe_tools,
             log,
             load_inspect,
             set_timer,
@@ -143,6 +183,8 @@ impl<'js> Host<'js> {
         let host = Object::new(ctx.clone())?;
         host.set("toolFunctions", self.tool_functions)?;
         host.set("unknownTool", self.unknown_tool)?;
+        host.set("searchTools", self.search_tools)?;
+        host.set("describeTools", self.describe_tools)?;
         host.set("loadInspect", self.load_inspect)?;
         host.set("log", self.log)?;
         host.set("setTimer", self.set_timer)?;
@@ -152,6 +194,16 @@ impl<'js> Host<'js> {
         host.set("isProxy", self.is_proxy)?;
         Ok(host)
     }
+}
+
+/// The declarations of the tools the run sees (those registered when it started that are
+/// still registered).
+fn visible_tools(state: &Shared) -> Vec<crate::declarations::ToolDecl> {
+    let st = lock(state);
+    let names = st.calls.tool_names();
+    let mut tools = crate::declarations::tool_decls(st.calls.registry());
+    tools.retain(|t| names.iter().any(|n| **n == *t.name));
+    tools
 }
 
 /// What the host reads back from the prelude's `internals` object (each field names the

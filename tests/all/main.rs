@@ -6,6 +6,7 @@ mod cap;
 mod check;
 mod cli;
 mod declarations;
+mod discovery;
 mod dispatch;
 mod hostile;
 mod import;

@@ -1,0 +1,209 @@
+//! Progressive discovery: when the declarations of the tools a program sees are longer than
+//! a budget (in `o200k_base` tokens, see [`crate::tokens`]), `run_code`'s description shows
+//! a compact index instead (each tool's name and a one-line summary, grouped by MCP server),
+//! and the program discovers tools at run time with two functions of the `tools` object:
+//!
+//! - `tools.$search(query, limit?)` → `Promise<{ name: string; description: string }[]>`:
+//!   the `limit` (default [`DEFAULT_SEARCH_LIMIT`], at most [`MAX_SEARCH_LIMIT`]) tools
+//!   that best match the words of `query`, ranked with BM25 over each tool's name,
+//!   description and parameter names (English stemming and stop words, the `bm25` crate);
+//! - `tools.$describe(names)` (a name or an array of names, or aliases) →
+//!   `Promise<string>`: the TypeScript declarations of just those tools, in the same
+//!   compact form as the full declarations.
+//!
+//! Both names start with `$`, and no tool may be registered as `$search` or `$describe`
+//! ([`crate::RESERVED_TOOL_NAMES`]), so they never hide a tool. They are not tools: they
+//! make no call, and a run's `calls` does not list them. Calling a tool that was never
+//! described works exactly as calling one that was.
+
+use std::collections::BTreeMap;
+
+use bm25::{Document, Language, SearchEngineBuilder};
+
+use crate::declarations::{Layout, ToolDecl};
+
+/// The budget of `run_code`'s description for declarations, in `o200k_base` tokens, when
+/// the configuration gives none: above it the description carries the index.
+pub const DEFAULT_TOOL_BUDGET: usize = 2_000;
+
+/// The name of the search function on `tools`.
+pub const SEARCH: &str = "$search";
+
+/// The name of the describe function on `tools`.
+pub const DESCRIBE: &str = "$describe";
+
+/// Results `tools.$search` gives when the program asks for no number.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
+
+/// Most results `tools.$search` gives.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+
+/// Longest one-line summary in the index, in characters (before the `…`).
+const SUMMARY_CHARS: usize = 80;
+
+/// The text `run_code`'s description shows in place of the declarations: how to discover,
+/// then the tools' names with a one-line summary each, grouped by MCP server (tools named
+/// `SERVER.tool`) after the others.
+pub fn index(tools: &[ToolDecl]) -> String {
+    let mut groups: BTreeMap<Option<&str>, Vec<&ToolDecl>> = BTreeMap::new();
+    for t in tools {
+        let group = t
+            .name
+            .split_once('.')
+            .map(|(g, _)| g)
+            .filter(|g| !g.is_empty());
+        groups.entry(group).or_default().push(t);
+    }
+    let mut out = format!(
+        "There are {} tools: too many to declare here, so they are listed by name. Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{{name, description}}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\n",
+        tools.len()
+    );
+    for (group, mut list) in groups {
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        match group {
+            Some(g) => out.push_str(&format!("{g} (MCP server):\n")),
+            None => out.push_str("tools:\n"),
+        }
+        for t in list {
+            out.push_str("- ");
+            out.push_str(&t.name);
+            let summary = summary(&t.description);
+            if !summary.is_empty() {
+                out.push_str(": ");
+                out.push_str(&summary);
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The first sentence of `description`, at most [`SUMMARY_CHARS`] characters (cut at a
+/// word, with `…`), on one line.
+fn summary(description: &str) -> String {
+    let flat: String = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = flat
+        .match_indices(". ")
+        .next()
+        .map_or(flat.len(), |(i, _)| i + 1);
+    let sentence = &flat[..end];
+    if sentence.chars().count() <= SUMMARY_CHARS {
+        return sentence.to_owned();
+    }
+    let cut: String = sentence.chars().take(SUMMARY_CHARS).collect();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    format!("{}…", cut.trim_end_matches([',', ';', ':']))
+}
+
+/// The words of an identifier: `read_text_file` → `read text file`, `getFileInfo` →
+/// `get File Info`, `github.search` → `github search`.
+fn words(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && prev_lower {
+                out.push(' ');
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            out.push(c);
+        } else {
+            out.push(' ');
+            prev_lower = false;
+        }
+    }
+    out
+}
+
+/// What a tool is searched by: its name's words (twice: a name says the most), its
+/// description, and its parameters' names.
+fn searchable(t: &ToolDecl) -> String {
+    let name = words(&t.name);
+    let mut text = format!("{name} {name} {}", t.description);
+    if let Some(props) = t
+        .input_schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+    {
+        for key in props.keys() {
+            text.push(' ');
+            text.push_str(&words(key));
+        }
+    }
+    text
+}
+
+/// The tools that best match `query`, best first, at most `limit` (BM25; ties keep the
+/// tools' order). Tools with no word in common with the query are left out.
+pub fn search<'t>(tools: &'t [ToolDecl], query: &str, limit: usize) -> Vec<&'t ToolDecl> {
+    if tools.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let docs = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Document::new(i, searchable(t)));
+    let engine = SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build();
+    let mut hits = engine.search(&words(query), None);
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.document.id.cmp(&b.document.id))
+    });
+    hits.into_iter()
+        .take(limit)
+        .map(|h| &tools[h.document.id])
+        .collect()
+}
+
+/// The compact TypeScript declarations of the tools named in `names` (names or aliases),
+/// in the form of the full declarations.
+///
+/// # Errors
+/// A message naming each name that is no tool, with the closest names; or the generator's
+/// error.
+pub fn describe(tools: &[ToolDecl], names: &[String]) -> Result<String, String> {
+    let mut chosen: Vec<ToolDecl> = Vec::with_capacity(names.len());
+    let mut unknown = Vec::new();
+    for name in names {
+        match tools
+            .iter()
+            .find(|t| &t.name == name || t.alias.as_deref() == Some(name.as_str()))
+        {
+            Some(t) if !chosen.iter().any(|c| c.name == t.name) => chosen.push(t.clone()),
+            Some(_) => {}
+            None => unknown.push(name.as_str()),
+        }
+    }
+    if !unknown.is_empty() {
+        let all: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let messages: Vec<String> = unknown
+            .iter()
+            .map(|n| crate::dispatch::registry::unknown_tool_message(n, &all))
+            .collect();
+        return Err(messages.join("; "));
+    }
+    if chosen.is_empty() {
+        return Err("name at least one tool to describe".to_owned());
+    }
+    codemode_codegen::declarations_with(&chosen, Layout::Compact).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_one_short_sentence() {
+        assert_eq!(summary("Reads a file.  Then more."), "Reads a file.");
+        assert_eq!(summary("no stop"), "no stop");
+        let long = "Get a detailed listing of all files and directories in a specified path, including sizes and more words here";
+        let s = summary(long);
+        assert!(
+            s.ends_with('…') && s.chars().count() <= SUMMARY_CHARS + 1,
+            "{s}"
+        );
+        assert_eq!(words("read_text_file"), "read text file");
+        assert_eq!(words("getFileInfo"), "get File Info");
+    }
+}

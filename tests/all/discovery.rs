@@ -1,0 +1,298 @@
+//! Progressive discovery: above the token budget `run_code`'s description is an index of
+//! the tools, and programs find tools with `tools.$search` and read them with
+//! `tools.$describe`; the quality of the search over a fixture of task phrasings.
+
+use codemode::declarations::ToolDecl;
+use codemode::discovery::{DEFAULT_TOOL_BUDGET, search};
+use codemode::run_code::RunCodeConfig;
+use codemode::schema::{ParameterSchema, ValueSchema};
+use codemode::tokens::{Encoding, count_tokens};
+use codemode::{FileTools, Registry, Tool, ToolHandle, tool_alias};
+use serde_json::{Value, json};
+
+use crate::support::Harness;
+
+fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The tools of an MCP fixture, as a client names them (`SERVER.tool`).
+fn server_tools(server: &str) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(root().join(format!("tests/fixtures/mcp/server-{server}.json")))
+            .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["tools"].as_array().unwrap().clone()
+}
+
+/// Registers the built-in tools (all of them) and the three MCP fixtures' tools (answering
+/// with their arguments) in `registry`.
+fn register_everything(registry: &Registry, dir: &std::path::Path) -> Vec<ToolHandle> {
+    let files = FileTools::new(dir).unwrap();
+    let mut handles = files.register(registry).unwrap();
+    handles.push(
+        registry
+            .register(codemode::web_fetch_tool(codemode::AllowedHosts::new([
+                "example.com",
+            ])))
+            .unwrap(),
+    );
+    for tool in files.write_tools().into_iter().chain([files.shell_tool()]) {
+        handles.push(registry.register(tool).unwrap());
+    }
+    for server in ["everything", "filesystem", "memory"] {
+        for t in server_tools(server) {
+            let name = format!("{server}.{}", t["name"].as_str().unwrap());
+            let mut b = Tool::builder(&name)
+                .description(t["description"].as_str().unwrap_or_default())
+                .parameters(
+                    ParameterSchema::from_json_schema(&t["inputSchema"])
+                        .unwrap()
+                        .0,
+                )
+                .execute(|a, _e| async move { Ok((*a).clone()) });
+            if let Some(out) = t.get("outputSchema") {
+                b = b.output(ValueSchema::from_json_schema(out).unwrap().0);
+            }
+            handles.push(registry.register(b.build().unwrap()).unwrap());
+        }
+    }
+    handles
+}
+
+fn all_decls() -> (Vec<ToolDecl>, Registry, Vec<ToolHandle>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::new();
+    let handles = register_everything(&registry, dir.path());
+    (
+        codemode::declarations::tool_decls(&registry),
+        registry,
+        handles,
+        dir,
+    )
+}
+
+#[test]
+fn search_ranks_the_right_tool_in_its_top_3_for_at_least_90_percent_of_the_tasks() {
+    let (tools, _registry, _handles, _dir) = all_decls();
+    assert!(tools.len() >= 40, "{}", tools.len());
+    let text = std::fs::read_to_string(root().join("tests/fixtures/discovery/tasks.json")).unwrap();
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let tasks = fixture["tasks"].as_array().unwrap();
+    assert!(tasks.len() >= 40);
+    let mut misses = Vec::new();
+    for t in tasks {
+        let task = t["task"].as_str().unwrap();
+        let want: Vec<&str> = t["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for w in &want {
+            assert!(
+                tools.iter().any(|d| d.name == *w),
+                "the fixture names no tool {w}"
+            );
+        }
+        let top: Vec<&str> = search(&tools, task, 3)
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        if !top.iter().any(|n| want.contains(n)) {
+            misses.push(format!("{task:?}: wanted {want:?}, got {top:?}"));
+        }
+    }
+    let hit = 1.0 - misses.len() as f64 / tasks.len() as f64;
+    println!(
+        "top-3 hit rate: {:.1} % of {} tasks; misses: {misses:#?}",
+        100.0 * hit,
+        tasks.len()
+    );
+    assert!(
+        hit >= 0.90,
+        "top-3 hit rate {:.1} %: {misses:#?}",
+        100.0 * hit
+    );
+}
+
+fn run_code_description(registry: &Registry) -> String {
+    registry.get("run_code").unwrap().description_in(registry)
+}
+
+#[tokio::test]
+async fn above_the_budget_the_description_is_an_index_and_programs_discover_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness::new(Default::default());
+    h.handles
+        .extend(register_everything(&h.registry, dir.path()));
+
+    // The whole description, with 44 tools, fits in 1 500 tokens, and names every tool.
+    let text = run_code_description(&h.registry);
+    let full =
+        codemode::declarations::declarations(&h.registry, codemode::declarations::Layout::Compact)
+            .unwrap();
+    let (index_tokens, full_tokens) = (
+        count_tokens(&text, Encoding::O200kBase),
+        count_tokens(&full, Encoding::O200kBase),
+    );
+    println!(
+        "run_code description: index {index_tokens} tokens; the full declarations would be {full_tokens}"
+    );
+    assert!(full_tokens > DEFAULT_TOOL_BUDGET);
+    assert!(index_tokens <= 1_500, "{index_tokens}: {text}");
+    assert!(!text.contains("interface ToolArgsMap"), "{text}");
+    for t in codemode::declarations::tool_decls(&h.registry) {
+        assert!(
+            text.contains(&format!("- {}", t.name)),
+            "{} missing: {text}",
+            t.name
+        );
+    }
+    assert!(text.contains("memory (MCP server):\n- memory.add_observations: Add new observations to existing entities in the knowledge graph\n"), "{text}");
+    assert!(
+        text.contains("tools.$search(") && text.contains("tools.$describe("),
+        "{text}"
+    );
+
+    // Search, describe, then call a tool; and call one never described.
+    let v = h.ok(r#"
+        const found = await tools.$search("store the entity Alice in the knowledge graph", 3);
+        const decl = await tools.$describe([found[0].name, "grep"]);
+        const made = await tools["memory.create_entities"]({entities: [{name: "Alice", entityType: "person", observations: ["works at Acme"]}]});
+        const summed = await tools.everything_get_sum({a: 1, b: 2});
+        return {found, decl, made, summed, listed: Object.keys(tools).filter(k => k.startsWith("$"))};
+    "#).await;
+    assert_eq!(v["found"].as_array().unwrap().len(), 3);
+    assert_eq!(v["found"][0]["name"], "memory.create_entities", "{v:#}");
+    assert!(
+        v["found"][0]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Create multiple new entities")
+    );
+    let decl = v["decl"].as_str().unwrap();
+    let expected = {
+        let tools: Vec<ToolDecl> = codemode::declarations::tool_decls(&h.registry)
+            .into_iter()
+            .filter(|t| t.name == "memory.create_entities" || t.name == "grep")
+            .collect();
+        codemode_codegen::declarations_with(&tools, codemode::declarations::Layout::Compact)
+            .unwrap()
+    };
+    assert_eq!(decl, expected);
+    assert!(
+        decl.contains("\"memory.create_entities\": { entities: Entity[]; }"),
+        "{decl}"
+    );
+    assert_eq!(v["made"]["entities"][0]["name"], "Alice");
+    assert_eq!(v["summed"], json!({"a": 1, "b": 2}));
+    assert_eq!(v["listed"], json!([]));
+
+    // A name that is no tool gets the closest one; bad arguments reject as a ToolCallError.
+    let e = h
+        .err(r#"await tools.$describe("memory.create_entity")"#)
+        .await;
+    assert_eq!(e["name"], "ToolCallError");
+    assert!(
+        e["message"].as_str().unwrap().contains(
+            "unknown tool \"memory.create_entity\"; did you mean \"memory.create_entities\"?"
+        ),
+        "{e}"
+    );
+    let e = h.err(r#"await tools.$describe([])"#).await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("name at least one tool"),
+        "{e}"
+    );
+    let e = h
+        .err(r#"const a = []; a.length = 1e6; await tools.$describe(a)"#)
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("at most 500"),
+        "{e}"
+    );
+    // No words in common: nothing found. A limit past the most gives the most there are;
+    // no limit gives the default.
+    assert_eq!(
+        h.ok(r#"return await tools.$search("zzzz qqqq")"#).await,
+        json!([])
+    );
+    let matching = search(
+        &codemode::declarations::tool_decls(&h.registry),
+        "file",
+        usize::MAX,
+    )
+    .len();
+    assert!(
+        matching > codemode::discovery::DEFAULT_SEARCH_LIMIT,
+        "{matching}"
+    );
+    assert_eq!(
+        h.ok(r#"return (await tools.$search("file", 1000)).length"#)
+            .await,
+        json!(matching.min(codemode::discovery::MAX_SEARCH_LIMIT))
+    );
+    assert_eq!(
+        h.ok(r#"return (await tools.$search("file")).length"#).await,
+        json!(codemode::discovery::DEFAULT_SEARCH_LIMIT)
+    );
+    // Neither search nor describe is a call.
+    let v = h
+        .run(r#"await tools.$search("file"); await tools.$describe("grep"); return 1"#)
+        .await;
+    assert_eq!(v["calls"], json!([]));
+}
+
+#[tokio::test]
+async fn below_the_budget_every_tool_is_declared_and_the_budget_is_configurable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness::new(Default::default());
+    h.handles.extend(
+        FileTools::new(dir.path())
+            .unwrap()
+            .register(&h.registry)
+            .unwrap(),
+    );
+    let text = run_code_description(&h.registry);
+    assert!(text.contains("interface ToolArgsMap"), "{text}");
+    assert!(!text.contains("tools.$search("), "{text}");
+    // The same tools over a budget of 10 tokens: the index.
+    let mut h = Harness::with_config(RunCodeConfig::default().tool_budget(10));
+    h.handles.extend(
+        FileTools::new(dir.path())
+            .unwrap()
+            .register(&h.registry)
+            .unwrap(),
+    );
+    let text = run_code_description(&h.registry);
+    assert!(!text.contains("interface ToolArgsMap"), "{text}");
+    assert!(text.contains("tools:\n- glob: "), "{text}");
+    // Discovery works below the budget too.
+    assert_eq!(
+        h.ok(r#"return (await tools.$search("regular expression search in files", 1))[0].name"#)
+            .await,
+        "grep"
+    );
+}
+
+#[test]
+fn no_tool_can_take_the_names_of_the_discovery_functions() {
+    let registry = Registry::new();
+    for name in ["$search", "$describe"] {
+        let err = registry
+            .register(
+                Tool::builder(name)
+                    .execute(|_a, _e| async { Ok(json!(1)) })
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("tool discovery"), "{err}");
+    }
+    // A name whose alias would be one of them is refused too.
+    assert_eq!(tool_alias("$search"), "$search");
+}
