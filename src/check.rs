@@ -26,7 +26,7 @@ use swc_ecma_ast::{
 use swc_ecma_visit::{Visit, VisitWith};
 
 use crate::dispatch::Registry;
-use crate::dispatch::registry::{closest_name, unknown_tool_message};
+use crate::dispatch::registry::{closest_name, unknown_tool_in_program};
 use crate::program::{LineIndex, parse_for_check, prepare_here};
 use crate::schema::validate::Validator;
 use crate::schema::{Additional, Node, NodeKind, ObjectSpec, ParameterSchema};
@@ -146,7 +146,7 @@ impl Visit for Checker<'_> {
             .get(&name)
             .filter(|t| self.names.iter().any(|n| n == t.name()));
         let Some(tool) = tool else {
-            let message = unknown_tool_message(&name, &self.names);
+            let message = unknown_tool_in_program(&name, &self.names);
             self.report(callee_prop_lo(callee), DiagnosticKind::UnknownTool, message);
             return;
         };
@@ -204,7 +204,7 @@ impl Checker<'_> {
             && let Err(report) = params.validate(&value)
             && let Some(v) = report.violations.first()
         {
-            self.report(lo(expr), DiagnosticKind::WrongValue, v.to_string());
+            self.report(lo(expr), DiagnosticKind::WrongValue, with_hint(v, params));
         }
     }
 
@@ -313,9 +313,22 @@ impl Checker<'_> {
             if let Err(report) = v.finish()
                 && let Some(first) = report.violations.first()
             {
-                self.report(lo(expr), DiagnosticKind::WrongValue, first.to_string());
+                self.report(
+                    lo(expr),
+                    DiagnosticKind::WrongValue,
+                    with_hint(first, params),
+                );
             }
         }
+    }
+}
+
+/// A violation's message, followed by the expected shape of its property when there is one
+/// (as a run's argument errors show it).
+fn with_hint(v: &crate::schema::validate::Violation, params: &ParameterSchema) -> String {
+    match crate::schema::hint::property_hint(&params.to_json_schema(), &v.path) {
+        Some(hint) => format!("{v} — {hint}"),
+        None => v.to_string(),
     }
 }
 

@@ -20,6 +20,7 @@ mod ts;
 pub use rust::rust_types;
 pub use ts::{
     DeclarationError, HEADER, Layout, SANDBOX_GLOBALS, ToolDecl, declarations, declarations_with,
+    property_hint,
 };
 
 /// Whether a name is an ASCII JavaScript identifier. Shared with the `codemode` crate (which

@@ -460,6 +460,48 @@ fn dashes_and_dots(name: &str) -> String {
     name.replace(['-', '.'], "_")
 }
 
+/// How the compact declarations show property `key` of the object schema `parent`:
+/// `key?: type /* doc */` (`?` when `parent` does not require it; the doc is its
+/// description and constraints). `root` is the schema `parent` is inside, for `$ref`s.
+/// `None` when `parent` declares no such property.
+///
+/// ```
+/// let parent = serde_json::json!({"type": "object", "properties": {
+///     "limit": {"type": "number", "minimum": 1, "maximum": 1000}}});
+/// assert_eq!(
+///     codemode_codegen::property_hint(&parent, &parent, "limit").unwrap(),
+///     "limit?: number /* @minimum 1 @maximum 1000 */"
+/// );
+/// ```
+pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<String> {
+    let prop = parent.get("properties")?.get(name)?;
+    let required = parent
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|v| v == name));
+    let mut names = Names::default();
+    let mut aliases = String::new();
+    let mut e = Emitter {
+        root,
+        base: "Arg".to_owned(),
+        names: &mut names,
+        aliases: &mut aliases,
+        refs: BTreeMap::new(),
+        unguarded: Vec::new(),
+        pretty: false,
+        uses_integer: false,
+        open_objects: false,
+        shapes: None,
+        hint: None,
+    };
+    let (t, doc) = e.ty_and_doc(prop, 0, true);
+    let mut out = format!("{}{}{t}", key(name), if required { ": " } else { "?: " });
+    if !doc.is_empty() {
+        let _ = write!(out, " /* {} */", comment_safe(&doc));
+    }
+    Some(out)
+}
+
 /// Whether arguments of `schema` may be left out (a call without arguments is a call with
 /// `{}`): an object schema with no required keys and nothing else that could refuse `{}`.
 fn args_optional(schema: &Value) -> bool {

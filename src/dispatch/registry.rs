@@ -556,36 +556,66 @@ impl Request {
     }
 }
 
-/// The one of `candidates` closest to `name` (by edit distance, ignoring case), when one
-/// is near enough to be a likely typo.
+/// The one of `candidates` closest to `name` (see [`closest_names`]).
 pub(crate) fn closest_name<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
-    let mut best: Option<(usize, &str)> = None;
-    let lower = name.to_lowercase();
-    for t in candidates {
-        let d = edit_distance(&lower, &t.to_lowercase());
-        if d <= (t.len().max(name.len()) / 3).max(2) && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, t));
-        }
-    }
-    best.map(|(_, t)| t)
+    closest_names(name, candidates, 1).first().copied()
 }
 
-/// The message for a call of `name` when it is not one of `tools`: the closest tool name
-/// when one is near, then the list of tools.
+/// The (at most `most`) `candidates` near enough to `name` to be a likely typo, closest
+/// first: by edit distance ignoring case, a `SERVER.tool` candidate also by its `tool`
+/// part alone (so `create_entities` finds `memory.create_entities`).
+pub(crate) fn closest_names<'c>(name: &str, candidates: &[&'c str], most: usize) -> Vec<&'c str> {
+    let lower = name.to_lowercase();
+    let mut near: Vec<(usize, usize, &'c str)> = Vec::new();
+    for (i, t) in candidates.iter().enumerate() {
+        let t_lower = t.to_lowercase();
+        let mut d = edit_distance(&lower, &t_lower);
+        let mut len = t.len();
+        if let Some((_, tail)) = t_lower.split_once('.') {
+            let dt = edit_distance(&lower, tail);
+            if dt < d {
+                d = dt;
+                len = tail.len();
+            }
+        }
+        if d <= (len.max(name.len()) / 3).max(2) {
+            near.push((d, i, t));
+        }
+    }
+    near.sort_unstable();
+    near.into_iter().take(most).map(|(_, _, t)| t).collect()
+}
+
+/// The message for a call of `name` when it is not one of `tools`: the closest tool names
+/// (up to 3) when some are near, then the list of tools.
 pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
     let refs: Vec<&str> = tools.iter().map(String::as_str).collect();
-    let best = closest_name(name, &refs);
+    let near = closest_names(name, &refs, 3);
     let list = if tools.is_empty() {
         "none".to_owned()
     } else {
         crate::value::name_list(tools.iter().map(String::as_str), 40)
     };
-    match best {
-        Some(t) => {
-            format!("unknown tool {name:?}; did you mean {t:?}? Available tools: {list}")
+    match near.as_slice() {
+        [] => format!("unknown tool {name:?}; available tools: {list}"),
+        [one] => format!("unknown tool {name:?}; did you mean {one:?}? Available tools: {list}"),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|n| format!("{n:?}")).collect();
+            format!(
+                "unknown tool {name:?}; did you mean {} or {last:?}? Available tools: {list}",
+                first.join(", ")
+            )
         }
-        None => format!("unknown tool {name:?}; available tools: {list}"),
     }
+}
+
+/// [`unknown_tool_message`] for a name a program used: it also says how to search the
+/// tools (see [`crate::discovery`]).
+pub(crate) fn unknown_tool_in_program(name: &str, tools: &[String]) -> String {
+    format!(
+        "{}. Search by words with `await tools.$search(\"…\")`",
+        unknown_tool_message(name, tools)
+    )
 }
 
 /// Levenshtein distance in chars.

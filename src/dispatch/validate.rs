@@ -12,7 +12,14 @@ pub(crate) fn validate_arguments(tool: &Tool, args: &serde_json::Value) -> Resul
     tool.parameters().validate(args).map_err(|report| {
         ToolError::with_kind(
             ErrorKind::InvalidArguments,
-            format!("invalid arguments for {}:\n{report}", tool.name()),
+            format!(
+                "invalid arguments for {}:\n{}",
+                tool.name(),
+                crate::schema::hint::report_with_hints(
+                    &report,
+                    &tool.parameters().to_json_schema()
+                )
+            ),
         )
     })
 }

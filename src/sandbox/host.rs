@@ -17,7 +17,7 @@ use super::flags::RunFlags;
 use super::logs::LogLevel;
 use super::prelude;
 use super::shared::{Shared, lock};
-use crate::dispatch::registry::unknown_tool_message;
+use crate::dispatch::registry::unknown_tool_in_program;
 
 /// The `host` object of one run, field for field as `js-prelude/10_host.js` describes it.
 pub(super) struct Host<'js> {
@@ -87,7 +87,7 @@ impl<'js> Host<'js> {
                 .iter()
                 .map(|t| t.to_string())
                 .collect();
-            unknown_tool_message(&name, &names)
+            unknown_tool_in_program(&name, &names)
         })?;
 
         let (search_state, search_bridge) = (state.clone(), bridge.clone());
@@ -267,6 +267,15 @@ mod tests {
         assert_eq!(
             unknown_tool_message("readFile", &tools),
             "unknown tool \"readFile\"; did you mean \"read_file\"? Available tools: read_file, grep"
+        );
+        let mcp = vec![
+            "memory.create_entities".to_owned(),
+            "memory.create_relations".to_owned(),
+            "memory.delete_entities".to_owned(),
+        ];
+        assert_eq!(
+            unknown_tool_message("create_entity", &mcp),
+            "unknown tool \"create_entity\"; did you mean \"memory.create_entities\", \"memory.delete_entities\" or \"memory.create_relations\"? Available tools: memory.create_entities, memory.create_relations, memory.delete_entities"
         );
         assert_eq!(
             unknown_tool_message("zzz", &tools),

@@ -11,6 +11,7 @@
 
 mod export;
 mod format;
+pub(crate) mod hint;
 mod import;
 mod node;
 mod parse;

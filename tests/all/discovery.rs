@@ -196,7 +196,7 @@ async fn above_the_budget_the_description_is_an_index_and_programs_discover_tool
     assert_eq!(e["name"], "ToolCallError");
     assert!(
         e["message"].as_str().unwrap().contains(
-            "unknown tool \"memory.create_entity\"; did you mean \"memory.create_entities\"?"
+            "unknown tool \"memory.create_entity\"; did you mean \"memory.create_entities\", \"memory.create_relations\" or \"memory.delete_entities\"?"
         ),
         "{e}"
     );
@@ -295,4 +295,41 @@ fn no_tool_can_take_the_names_of_the_discovery_functions() {
     }
     // A name whose alias would be one of them is refused too.
     assert_eq!(tool_alias("$search"), "$search");
+}
+
+#[tokio::test]
+async fn argument_errors_and_unknown_tools_teach_at_run_time_and_in_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::with_files(dir.path());
+    let e = h
+        .err(r#"await tools.grep({pattern: "x", max_results: "ten"})"#)
+        .await;
+    assert_eq!(
+        e["message"],
+        "grep: invalid arguments for grep:\nargs.max_results: expected integer, got string — max_results?: integer /* Most matches to return. Default: 1000. @minimum 1 @default 1000 */"
+    );
+    let e = h.err(r#"await tools.grpe({pattern: "x"})"#).await;
+    assert_eq!(e["name"], "ToolCallError");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("unknown tool \"grpe\"; did you mean \"grep\"?"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Search by words with `await tools.$search(\"…\")`"),
+        "{message}"
+    );
+
+    // `codemode check` says the same without running anything.
+    let report = codemode::check::check_program(
+        r#"await tools.grep({pattern: "x", max_results: "ten"}); await tools.grpe({})"#,
+        &h.registry,
+    );
+    let text: Vec<String> = report.iter().map(|d| d.message.clone()).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(text[0].ends_with("— max_results?: integer /* Most matches to return. Default: 1000. @minimum 1 @default 1000 */"), "{text:?}");
+    assert!(
+        text[1].contains("did you mean \"grep\"?") && text[1].contains("tools.$search"),
+        "{text:?}"
+    );
 }
