@@ -19,3 +19,43 @@ pub fn cap_output(
         .spill(spill_dir.map(crate::run_code::SpillConfig::new));
     crate::run_code::present_lines(lines, result, &config)
 }
+
+/// Registers the tools of an MCP `tools/list` answer (`{"tools": [{name, description,
+/// inputSchema, outputSchema?}]}`) in `registry` as `SERVER.tool`, each answering with its
+/// arguments: the tool sets of the MCP fixtures, for figures and tests of what the model
+/// reads. Panics on a schema the importer refuses.
+pub fn register_listed_tools(
+    registry: &crate::Registry,
+    server: &str,
+    list: &serde_json::Value,
+) -> Vec<crate::ToolHandle> {
+    use crate::schema::{ParameterSchema, ValueSchema};
+    let tools = list["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    tools
+        .iter()
+        .map(|t| {
+            let name = format!("{server}.{}", t["name"].as_str().unwrap_or_default());
+            let mut b = crate::Tool::builder(&name)
+                .description(t["description"].as_str().unwrap_or_default())
+                .parameters(
+                    ParameterSchema::from_json_schema(&t["inputSchema"])
+                        .unwrap_or_else(|e| panic!("{name}: {e}"))
+                        .0,
+                )
+                .execute(|a, _e| async move { Ok((*a).clone()) });
+            if let Some(out) = t.get("outputSchema") {
+                b = b.output(
+                    ValueSchema::from_json_schema(out)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"))
+                        .0,
+                );
+            }
+            registry
+                .register(b.build().unwrap_or_else(|e| panic!("{name}: {e}")))
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        })
+        .collect()
+}

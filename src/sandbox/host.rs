@@ -275,7 +275,14 @@ mod tests {
         ];
         assert_eq!(
             unknown_tool_message("create_entity", &mcp),
-            "unknown tool \"create_entity\"; did you mean \"memory.create_entities\", \"memory.delete_entities\" or \"memory.create_relations\"? Available tools: memory.create_entities, memory.create_relations, memory.delete_entities"
+            "unknown tool \"create_entity\"; did you mean \"memory.create_entities\"? Available tools: memory.create_entities, memory.create_relations, memory.delete_entities"
+        );
+        let near: Vec<String> = ["read_a", "zzzzzz", "read_b", "read_c", "read_d"]
+            .map(str::to_owned)
+            .into();
+        assert_eq!(
+            unknown_tool_message("read_x", &near),
+            "unknown tool \"read_x\"; did you mean \"read_a\", \"read_b\" or \"read_c\"? Available tools: read_a, zzzzzz, read_b, read_c, read_d"
         );
         assert_eq!(
             unknown_tool_message("zzz", &tools),

@@ -70,13 +70,13 @@ fn every_kind_is_reported_with_its_position() {
             1,
             31,
             DiagnosticKind::WrongValue,
-            "args.path: expected string, got number",
+            "args.path: expected string, got number — path: string /* File path, relative to the root. */",
         ),
         (
             2,
             13,
             DiagnosticKind::UnknownTool,
-            "unknown tool \"reed_file\"; did you mean \"read_file\"? Available tools: read_file, list_dir, glob, grep, place-order",
+            "unknown tool \"reed_file\"; did you mean \"read_file\"? Available tools: read_file, list_dir, glob, grep, place-order. Search by words with `await tools.$search(\"…\")`",
         ),
         (
             3,
@@ -94,13 +94,13 @@ fn every_kind_is_reported_with_its_position() {
             5,
             42,
             DiagnosticKind::WrongValue,
-            "args.item.count: expected a number >= 1, got 0",
+            "args.item.count: expected a number >= 1, got 0 — count?: integer /* @minimum 1 */",
         ),
         (
             5,
             64,
             DiagnosticKind::WrongValue,
-            "args.speed: expected one of \"normal\", \"express\", got \"slow\"",
+            "args.speed: expected one of \"normal\", \"express\", got \"slow\" — speed?: \"normal\" | \"express\"",
         ),
         (
             6,

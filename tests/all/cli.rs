@@ -222,10 +222,13 @@ fn types_prints_the_compact_layout_the_globals_or_rust_types() {
     };
     let compact = run(&["types", "--compact"]);
     assert!(
-        compact.contains("declare const tools: { [K in keyof ToolArgsMap]: ToolMethod<K> };"),
+        compact.contains("declare const tools: { [K in keyof ToolArgsMap]: ToolMethod<K> };")
+            && compact.contains(
+                "// Objects list the keys a tool reads; others are accepted and ignored."
+            ),
         "{compact}"
     );
-    assert_eq!(compact.lines().count(), 6, "{compact}");
+    assert_eq!(compact.lines().count(), 7, "{compact}");
     let globals = run(&["types", "--globals"]);
     assert!(globals.contains("declare const console: {"), "{globals}");
     let rust = run(&["types", "--rust"]);

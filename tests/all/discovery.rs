@@ -5,7 +5,6 @@
 use codemode::declarations::ToolDecl;
 use codemode::discovery::{DEFAULT_TOOL_BUDGET, search};
 use codemode::run_code::RunCodeConfig;
-use codemode::schema::{ParameterSchema, ValueSchema};
 use codemode::tokens::{Encoding, count_tokens};
 use codemode::{FileTools, Registry, Tool, ToolHandle, tool_alias};
 use serde_json::{Value, json};
@@ -14,15 +13,6 @@ use crate::support::Harness;
 
 fn root() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The tools of an MCP fixture, as a client names them (`SERVER.tool`).
-fn server_tools(server: &str) -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(root().join(format!("tests/fixtures/mcp/server-{server}.json")))
-            .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["tools"].as_array().unwrap().clone()
 }
 
 /// Registers the built-in tools (all of them) and the three MCP fixtures' tools (answering
@@ -41,21 +31,11 @@ fn register_everything(registry: &Registry, dir: &std::path::Path) -> Vec<ToolHa
         handles.push(registry.register(tool).unwrap());
     }
     for server in ["everything", "filesystem", "memory"] {
-        for t in server_tools(server) {
-            let name = format!("{server}.{}", t["name"].as_str().unwrap());
-            let mut b = Tool::builder(&name)
-                .description(t["description"].as_str().unwrap_or_default())
-                .parameters(
-                    ParameterSchema::from_json_schema(&t["inputSchema"])
-                        .unwrap()
-                        .0,
-                )
-                .execute(|a, _e| async move { Ok((*a).clone()) });
-            if let Some(out) = t.get("outputSchema") {
-                b = b.output(ValueSchema::from_json_schema(out).unwrap().0);
-            }
-            handles.push(registry.register(b.build().unwrap()).unwrap());
-        }
+        let path = root().join(format!("tests/fixtures/mcp/server-{server}.json"));
+        let list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        handles.extend(codemode::bench_support::register_listed_tools(
+            registry, server, &list,
+        ));
     }
     handles
 }

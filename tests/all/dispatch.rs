@@ -136,7 +136,7 @@ async fn a_direct_call_validates_and_renders() {
     assert_eq!(o.error_kind(), Some(ErrorKind::InvalidArguments));
     assert_eq!(
         o.text(),
-        "invalid arguments for greet:\nargs.name: expected at least 1 characters, got 0"
+        "invalid arguments for greet:\nargs.name: expected at least 1 characters, got 0 — name: string /* @minLength 1 */"
     );
     let o = registry.call("greet", json!([1])).await;
     assert_eq!(

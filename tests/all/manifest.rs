@@ -83,7 +83,7 @@ fn tools_succeed_and_fail_with_clear_messages() {
     assert_eq!(r["search_ok"], json!({"q": "x"}));
     assert_eq!(
         r["search_bad"],
-        "ToolCallError: invalid arguments for search:\nargs.q: expected at least 1 characters, got 0\nargs.limit: expected a number <= 10, got 11"
+        "ToolCallError: invalid arguments for search:\nargs.q: expected at least 1 characters, got 0 — q: string /* @minLength 1 */\nargs.limit: expected a number <= 10, got 11 — limit?: integer /* @maximum 10 */"
     );
 }
 

@@ -265,7 +265,7 @@ return r;"#,
             "pid": "number",
             "fail": ["ToolCallError", "t.fail", "it broke"],
             "rpc": ["ToolCallError", "MCP error -32001: rpc broke"],
-            "bad": "invalid arguments for t.slow:\nargs.ms: expected integer, got string",
+            "bad": "invalid arguments for t.slow:\nargs.ms: expected integer, got string — ms: integer",
             "bad_output": "tool t.bad_output returned output that does not match its schema:\noutput.pid: expected integer, got string",
         }),
         "{value}"

@@ -190,6 +190,40 @@ async fn pid_in(pidfile: &Path) -> u32 {
 }
 
 #[tokio::test]
+async fn tool_budget_lists_the_tools_by_name_and_programs_search_them() {
+    let client = stdio(&[
+        "--root",
+        &repo("."),
+        "--tools",
+        &manifest(),
+        "--tool-budget",
+        "0",
+    ])
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    let description = tools[0].description.as_deref().unwrap();
+    assert!(
+        !description.contains("interface ToolArgsMap"),
+        "{description}"
+    );
+    assert!(
+        description.contains("- edit_file: [destructive] Replace exact text in a file: old_text must occur once (or set…\n"),
+        "{description}"
+    );
+    assert!(
+        description.contains("`await tools.$search("),
+        "{description}"
+    );
+    let answer = run(
+        &client,
+        "return (await tools.$search('regular expression search', 1))[0].name",
+    )
+    .await;
+    assert_eq!(answer.structured_content.unwrap()["result"], "grep");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn run_code_is_listed_with_every_tool_s_declarations_and_read_spill() {
     let client = stdio(&["--root", &repo("."), "--tools", &manifest()]).await;
     let tools = client.list_all_tools().await.unwrap();
@@ -307,7 +341,7 @@ async fn failures_are_results_the_model_reads_and_the_server_answers_on() {
     assert!(is_error(&r));
     assert_eq!(
         text(&r),
-        "invalid arguments for run_code:\nargs.code: expected string, got number"
+        "invalid arguments for run_code:\nargs.code: expected string, got number — code: string /* The program: the body of an async function (TypeScript or JavaScript). */"
     );
     assert_eq!(r.structured_content, None);
 
@@ -425,7 +459,7 @@ async fn expose_tools_offers_the_direct_tools_through_the_pipeline() {
     assert!(is_error(&r));
     assert_eq!(
         text(&r),
-        "invalid arguments for read_file:\nargs.path: missing required property (expected string)"
+        "invalid arguments for read_file:\nargs.path: missing required property (expected string) — path: string /* File path, relative to the root. */"
     );
     client.cancel().await.unwrap();
 }

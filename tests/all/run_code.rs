@@ -59,7 +59,7 @@ async fn an_unknown_tool_is_a_tool_call_error_listing_the_tools_and_not_a_call()
     assert_eq!(e["name"], "ToolCallError");
     assert_eq!(
         e["message"],
-        "ecko: unknown tool \"ecko\"; did you mean \"echo\"? Available tools: echo"
+        "ecko: unknown tool \"ecko\"; did you mean \"echo\"? Available tools: echo. Search by words with `await tools.$search(\"…\")`"
     );
     let v = h
         .run("try { await tools.nothing() } catch (e) { return e.toolName }")
@@ -89,7 +89,7 @@ async fn invalid_arguments_name_the_path() {
     assert_eq!(e["name"], "ToolCallError");
     assert_eq!(
         e["message"],
-        "put: invalid arguments for put:\nargs.items[2].name: expected string, got number\nargs.items[3].name: missing required property (expected string)"
+        "put: invalid arguments for put:\nargs.items[2].name: expected string, got number — name: string\nargs.items[3].name: missing required property (expected string) — name: string"
     );
 }
 

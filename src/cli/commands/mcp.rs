@@ -65,6 +65,12 @@ pub(crate) struct McpCommand {
     /// to end.
     #[arg(long = "yield-after", value_name = "TIME", default_value_t = DEFAULT_YIELD_AFTER.as_millis() as u64, value_parser = crate::cli::limits::parse_duration_ms)]
     yield_after: u64,
+    /// Most tokens (o200k_base) the tools' TypeScript declarations may take in run_code's
+    /// description; past it the description lists the tools by name with a one-line summary,
+    /// and programs find them with `tools.$search` and read them with `tools.$describe`.
+    /// 0 always lists; a large number always declares.
+    #[arg(long = "tool-budget", value_name = "TOKENS", default_value_t = codemode::discovery::DEFAULT_TOOL_BUDGET)]
+    tool_budget: usize,
 }
 
 /// Parses `8931` (on 127.0.0.1), `localhost:8931`, or an IP address with a port.
@@ -95,7 +101,9 @@ impl McpCommand {
             .yield_after((self.yield_after > 0).then(|| Duration::from_millis(self.yield_after)));
         // --timeout bounds a run in the foreground; one that goes on as a job gets the
         // library's background timeout (10 minutes).
-        run_code = run_code.background_timeout(RunCodeConfig::default().background_timeout);
+        run_code = run_code
+            .background_timeout(RunCodeConfig::default().background_timeout)
+            .tool_budget(self.tool_budget);
         if self.warm_engines > 0 {
             run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
         }
