@@ -11,19 +11,18 @@ use crate::dispatch::{Registry, tool_alias};
 /// The tools a program in `registry` sees, as the code generator takes them: name, alias
 /// (when the name is not an identifier), description, and both schemas as JSON Schema.
 pub fn tool_decls(registry: &Registry) -> Vec<ToolDecl> {
-    registry
-        .sandbox_tools()
-        .iter()
-        .map(|t| {
-            tool_decl(
-                t.name(),
-                t.description(),
-                t.annotations(),
-                t.parameters().to_json_schema(),
-                t.output().to_json_schema(),
-            )
-        })
-        .collect()
+    registry.sandbox_tools().iter().map(tool_decl_of).collect()
+}
+
+/// One tool as the code generator takes it (see [`tool_decls`]).
+pub fn tool_decl_of(t: &crate::Tool) -> ToolDecl {
+    tool_decl(
+        t.name(),
+        t.description(),
+        t.annotations(),
+        t.parameters().to_json_schema(),
+        t.output().to_json_schema(),
+    )
 }
 
 /// The tools of an MCP `tools/list` result (`{"tools": [{name, description, inputSchema,

@@ -41,10 +41,42 @@ pub const MAX_SEARCH_LIMIT: usize = 50;
 /// Longest one-line summary in the index, in characters (before the `…`).
 const SUMMARY_CHARS: usize = 80;
 
-/// The text `run_code`'s description shows in place of the declarations: how to discover,
+/// What `run_code`'s description says of the tools (`deferred[i]` for `tools[i]`): the
+/// compact declarations of the tools that are not deferred, when they fit in `budget`
+/// `o200k_base` tokens, followed by the [`index`] of the deferred ones; past the budget,
+/// the index of them all.
+pub fn tools_text(tools: &[ToolDecl], deferred: &[bool], budget: usize) -> String {
+    let (listed, declared): (Vec<_>, Vec<_>) = tools
+        .iter()
+        .zip(deferred.iter().chain(std::iter::repeat(&false)))
+        .partition(|(_, d)| **d);
+    let declared: Vec<ToolDecl> = declared.into_iter().map(|(t, _)| t.clone()).collect();
+    let d = match codemode_codegen::declarations_with(&declared, Layout::Compact) {
+        Ok(d) => d,
+        Err(e) => return format!("(The tools' declarations could not be made: {e}.)"),
+    };
+    if crate::tokens::over_budget(&d, budget) {
+        return index(tools, false);
+    }
+    // A fence longer than any run of backticks in the declarations (a description may
+    // hold one), so nothing closes it early (CommonMark).
+    let longest = d.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let mut text = format!(
+        "The tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n{fence}ts\n{d}{fence}"
+    );
+    if !listed.is_empty() {
+        let listed: Vec<ToolDecl> = listed.into_iter().map(|(t, _)| t.clone()).collect();
+        text.push_str("\n\n");
+        text.push_str(&index(&listed, true));
+    }
+    text
+}
+
+/// The text `run_code`'s description shows in place of declarations: how to discover,
 /// then the tools' names with a one-line summary each, grouped by MCP server (tools named
-/// `SERVER.tool`) after the others.
-pub fn index(tools: &[ToolDecl]) -> String {
+/// `SERVER.tool`) after the others. `more` when other tools are declared above it.
+pub fn index(tools: &[ToolDecl], more: bool) -> String {
     let mut groups: BTreeMap<Option<&str>, Vec<&ToolDecl>> = BTreeMap::new();
     for t in tools {
         let group = t
@@ -54,9 +86,16 @@ pub fn index(tools: &[ToolDecl]) -> String {
             .filter(|g| !g.is_empty());
         groups.entry(group).or_default().push(t);
     }
+    let lead = if more {
+        format!("{} more tools are listed by name only.", tools.len())
+    } else {
+        format!(
+            "There are {} tools: too many to declare here, so they are listed by name.",
+            tools.len()
+        )
+    };
     let mut out = format!(
-        "There are {} tools: too many to declare here, so they are listed by name. Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{{name, description}}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\n",
-        tools.len()
+        "{lead} Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{{name, description}}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\n"
     );
     for (group, mut list) in groups {
         list.sort_by(|a, b| a.name.cmp(&b.name));

@@ -264,6 +264,7 @@ pub(crate) struct ToolInner {
     /// Whether a call may ask to run as a background job (`run_in_background: true`).
     pub(crate) run_in_background: bool,
     pub(crate) annotations: ToolAnnotations,
+    pub(crate) deferred: bool,
 }
 
 impl fmt::Debug for Tool {
@@ -293,6 +294,7 @@ impl Tool {
             describe: None,
             run_in_background: false,
             annotations: ToolAnnotations::default(),
+            deferred: false,
         }
     }
 
@@ -333,6 +335,12 @@ impl Tool {
     /// What the tool does to the world (see [`ToolAnnotations`]).
     pub fn annotations(&self) -> &ToolAnnotations {
         &self.inner.annotations
+    }
+
+    /// Whether `run_code`'s description lists this tool by name only (see
+    /// [`ToolBuilder::deferred`]).
+    pub fn is_deferred(&self) -> bool {
+        self.inner.deferred
     }
 
     /// The model-facing projection: `{"name", "description", "input_schema",
@@ -434,6 +442,7 @@ pub struct ToolBuilder {
     describe: Option<Arc<DescribeFn>>,
     run_in_background: bool,
     annotations: ToolAnnotations,
+    deferred: bool,
 }
 
 /// Why a definition was refused.
@@ -575,6 +584,15 @@ impl ToolBuilder {
         self
     }
 
+    /// Lists the tool in `run_code`'s description by name and summary only, as the index
+    /// does past the token budget; programs read its declarations with `tools.$describe`
+    /// (see [`crate::discovery`]). Calls are unchanged. Default: `false`. An MCP server's
+    /// tools are deferred when their declarations pass the server's `tool_budget`.
+    pub fn deferred(mut self, on: bool) -> Self {
+        self.deferred = on;
+        self
+    }
+
     /// Checks the schemas and finishes the definition.
     ///
     /// # Errors
@@ -619,6 +637,7 @@ impl ToolBuilder {
                 describe: self.describe,
                 run_in_background: self.run_in_background,
                 annotations: self.annotations,
+                deferred: self.deferred,
             }),
         })
     }

@@ -827,15 +827,25 @@ impl Conn {
         }
         let mut warnings = Vec::new();
         let mut import_warnings = Vec::new();
+        let mut defs = Vec::with_capacity(tools.len());
         for def in tools {
-            let def = match serde_json::to_value(def) {
-                Ok(v) => v,
-                Err(e) => {
-                    warnings.push(format!("tool {:?} skipped: {e}", def.name));
-                    continue;
-                }
-            };
-            match self.tool(&def).and_then(|(tool, found)| {
+            match serde_json::to_value(def) {
+                Ok(v) => defs.push(v),
+                Err(e) => warnings.push(format!("tool {:?} skipped: {e}", def.name)),
+            }
+        }
+        // Past the server's budget, its tools are listed by name only.
+        let deferred = self.config.tool_budget.is_some_and(|budget| {
+            let decls: Vec<_> = defs
+                .iter()
+                .filter_map(|d| self.tool(d, false).ok())
+                .map(|(tool, _)| crate::declarations::tool_decl_of(&tool))
+                .collect();
+            codemode_codegen::declarations_with(&decls, crate::declarations::Layout::Compact)
+                .is_ok_and(|d| crate::tokens::over_budget(&d, budget))
+        });
+        for def in defs {
+            match self.tool(&def, deferred).and_then(|(tool, found)| {
                 let name = tool.name().to_owned();
                 let handle = registry.register(tool).map_err(|e| e.to_string())?;
                 import_warnings.extend(found.into_iter().map(|w| (name.clone(), w)));
@@ -871,7 +881,11 @@ impl Conn {
     }
 
     /// The tool for one entry of `tools/list`.
-    fn tool(self: &Arc<Self>, def: &Value) -> Result<(Tool, Vec<ImportWarning>), String> {
+    fn tool(
+        self: &Arc<Self>,
+        def: &Value,
+        deferred: bool,
+    ) -> Result<(Tool, Vec<ImportWarning>), String> {
         let tool = def
             .get("name")
             .and_then(Value::as_str)
@@ -909,6 +923,7 @@ impl Conn {
         Tool::builder(format!("{}.{tool}", self.config.name))
             .description(description)
             .annotations(annotations)
+            .deferred(deferred)
             .parameters(parameters)
             .output(output)
             .execute(move |arguments, exec| {

@@ -32,6 +32,11 @@ pub struct ServerConfig {
     /// their `mimeType` and decoded `size` in bytes (`false`, the default: a model rarely
     /// wants kilobytes of base64 in its program's values).
     pub include_binary: bool,
+    /// Most `o200k_base` tokens the declarations of this server's tools may take in
+    /// `run_code`'s description (`tool_budget` in a config file); past it they are listed
+    /// by name only ([`crate::ToolBuilder::deferred`]) and programs read them with
+    /// `tools.$describe`. `None` (the default): only `run_code`'s own budget applies.
+    pub tool_budget: Option<usize>,
 }
 
 /// How a server is reached.
@@ -103,6 +108,7 @@ impl ServerConfig {
             call_timeout: Duration::from_millis(DEFAULT_CALL_TIMEOUT_MS),
             startup_timeout: Duration::from_millis(DEFAULT_STARTUP_TIMEOUT_MS),
             include_binary: false,
+            tool_budget: None,
         }
     }
 
@@ -267,6 +273,7 @@ fn parse_entry(name: &str, entry: &Value, dir: &Path) -> Result<Option<ServerCon
         "timeout_ms",
         "startup_timeout_ms",
         "include_binary",
+        "tool_budget",
         "disabled",
     ];
     let Value::Object(m) = entry else {
@@ -377,6 +384,13 @@ fn parse_entry(name: &str, entry: &Value, dir: &Path) -> Result<Option<ServerCon
         config.startup_timeout = ms;
     }
     config.include_binary = flag(m, "include_binary")?;
+    config.tool_budget = match m.get("tool_budget") {
+        None => None,
+        Some(v) => Some(v.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or((
+            "tool_budget".to_owned(),
+            "expected a number of tokens (an integer, 0 or more)".to_owned(),
+        ))?),
+    };
     Ok(Some(config))
 }
 

@@ -292,21 +292,13 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
     Tool::builder(RUN_CODE)
         .description(description)
         .describe_with(move |base, registry| {
-            let tools = crate::declarations::tool_decls(registry);
-            match codemode_codegen::declarations_with(&tools, crate::declarations::Layout::Compact) {
-                Ok(d) if crate::tokens::over_budget(&d, budget) => {
-                    format!("{base}\n\n{}", crate::discovery::index(&tools))
-                }
-                Ok(d) => {
-                    // A fence longer than any run of backticks in the declarations (a
-                    // description may hold one), so nothing closes it early (CommonMark).
-                    let fence = "`".repeat(longest_backtick_run(&d).max(2) + 1);
-                    format!(
-                        "{base}\n\nThe tools, as TypeScript declarations (`tools.<name>(args)` for every key of ToolArgsMap; a name that is not an identifier is `tools[\"name\"]` or its alias):\n{fence}ts\n{d}{fence}"
-                    )
-                }
-                Err(e) => format!("{base}\n\n(The tools' declarations could not be made: {e}.)"),
-            }
+            let tools = registry.sandbox_tools();
+            let decls: Vec<_> = tools.iter().map(crate::declarations::tool_decl_of).collect();
+            let deferred: Vec<bool> = tools.iter().map(Tool::is_deferred).collect();
+            format!(
+                "{base}\n\n{}",
+                crate::discovery::tools_text(&decls, &deferred, budget)
+            )
         })
         .parameters(ParameterSchema::new([
             (
@@ -562,9 +554,4 @@ pub fn render_text(value: &Value) -> String {
         Ok(output) => output.render_text(),
         Err(_) => value.to_string(),
     }
-}
-
-/// The length of the longest run of backticks in `text`.
-fn longest_backtick_run(text: &str) -> usize {
-    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }

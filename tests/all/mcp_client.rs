@@ -575,7 +575,7 @@ fn bad_flags_and_config_files_are_usage_errors() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "codemode: {}: mcpServers.x.comand: unknown key; a server takes type, command, args, env, cwd, url, headers, timeout_ms, startup_timeout_ms, include_binary, disabled\n",
+            "codemode: {}: mcpServers.x.comand: unknown key; a server takes type, command, args, env, cwd, url, headers, timeout_ms, startup_timeout_ms, include_binary, tool_budget, disabled\n",
             config.display()
         )
     );
@@ -837,4 +837,72 @@ fn a_signal_stops_the_run_and_every_server_with_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!alive(pid), "the server {pid} outlived codemode");
+}
+
+#[test]
+fn a_server_past_its_tool_budget_is_listed_by_name_and_described_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    // The budget is read from a config file.
+    let config = json!({"mcpServers": {
+        "memory": {"command": bin("mcp-server-memory"), "tool_budget": 100,
+                   "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl")}},
+        "t": {"command": test_server(&[])[0], "args": test_server(&[])[1..]},
+    }});
+    let path = write(dir.path(), "mcp.json", &config.to_string());
+    let servers = codemode::mcp::load_config(&path).unwrap();
+    assert_eq!(
+        servers.iter().map(|s| s.tool_budget).collect::<Vec<_>>(),
+        [Some(100), None]
+    );
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        r#"{"mcpServers": {"m": {"command": "x", "tool_budget": -1}}}"#,
+    );
+    let err = codemode::mcp::load_config(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("tool_budget") && err.contains("expected a number of tokens"),
+        "{err}"
+    );
+
+    runtime().block_on(async {
+        let registry = codemode::Registry::new();
+        let _run_code = registry
+            .register(codemode::run_code::run_code_tool(Default::default()))
+            .unwrap();
+        let mut connections = Vec::new();
+        for server in servers {
+            connections.push(codemode::mcp::Connection::connect(server, &registry).await.unwrap());
+        }
+        let memory = registry.get("memory.create_entities").unwrap();
+        assert!(memory.is_deferred());
+        assert!(!registry.get("t.steps").unwrap().is_deferred());
+        let text = registry.get("run_code").unwrap().description_in(&registry);
+        // t's tools are declared; memory's 9 are listed after them.
+        assert!(text.contains("interface ToolArgsMap"), "{text}");
+        assert!(text.contains("\"t.steps\":"), "{text}");
+        assert!(!text.contains("\"memory.create_entities\":"), "{text}");
+        assert!(
+            text.contains("9 more tools are listed by name only.")
+                && text.contains("memory (MCP server):\n- memory.add_observations: Add new observations to existing entities in the knowledge graph\n"),
+            "{text}"
+        );
+        // A deferred tool is described on demand and called as any other.
+        let v = registry
+            .call(
+                "run_code",
+                json!({"code": r#"
+                    const d = await tools.$describe("memory.create_entities");
+                    const made = await tools.memory_create_entities({entities: [{name: "Ada", entityType: "person", observations: []}]});
+                    return {declared: d.includes('"memory.create_entities": { entities: Entity[]; }'), made: made.entities[0].name};
+                "#}),
+            )
+            .await
+            .into_result()
+            .unwrap();
+        assert_eq!(v["result"], json!({"declared": true, "made": "Ada"}), "{v}");
+        for c in connections {
+            c.close().await;
+        }
+    });
 }
