@@ -78,7 +78,9 @@ const unknown = new P.Proxy(ObjectCreate(null), ObjectFreeze({
   __proto__: null,
   get(t, key) {
     if (typeof key === "symbol" || probes[key] === true) return undefined;
-    throw new ToolCallError(key, H.unknownTool(key));
+    // No tool name is longer than 128 characters: a longer key is named by its start.
+    const shown = key.length > 128 ? P.StringPrototypeSlice(key, 0, 40) + "…" : key;
+    throw new ToolCallError(shown, H.unknownTool(key));
   },
 }));
 
@@ -97,11 +99,25 @@ for (let i = 0; i < names.length; i++) {
   }
 }
 // Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
-// (the registry refuses them), not enumerable, and make no call.
+// (the registry refuses them), not enumerable, and make no call. Their inputs are checked
+// here, before the host copies anything: a query of at most 1 000 characters, names of at
+// most 128 (the longest a tool name can be), at most 500 of them.
+const MAX_QUERY = 1000;
+const MAX_NAME = 128;
+const MAX_NAMES = 500;
 ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
     try {
-      return PromiseResolve(H.searchTools(String(query), limit === undefined ? 0 : Number(limit)));
+      if (typeof query !== "string") throw new P.Error("expected the query as a string of words");
+      if (query.length > MAX_QUERY) throw new P.Error(`a query has at most ${MAX_QUERY} characters`);
+      let most = 0;
+      if (limit !== undefined) {
+        if (typeof limit !== "number" || !(limit >= 1)) {
+          throw new P.Error("limit: expected a number of results, 1 or more (at most 50 are given)");
+        }
+        most = limit;
+      }
+      return PromiseResolve(H.searchTools(query, most));
     } catch (e) {
       return PromiseReject(new ToolCallError("$search", messageOf(e)));
     }
@@ -110,13 +126,23 @@ ObjectDefineProperty(tools, "$search", {
 ObjectDefineProperty(tools, "$describe", {
   value: function $describe(names) {
     try {
+      // Own data properties, so no setter of Array.prototype sees or changes them.
       const list = [];
+      const add = (i, name) => {
+        if (typeof name !== "string") {
+          throw new P.Error("expected a tool name (a string) or an array of tool names");
+        }
+        if (name.length > MAX_NAME) {
+          throw new P.Error(`no tool is named ${name.length} characters long: names have at most ${MAX_NAME}`);
+        }
+        ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
+      };
       if (P.ArrayIsArray(names)) {
         const n = names.length;
-        if (!(n <= 500)) throw new P.Error("describe at most 500 tools at once");
-        for (let i = 0; i < n; i++) P.ArrayPrototypePush(list, String(names[i]));
+        if (!(n <= MAX_NAMES)) throw new P.Error(`describe at most ${MAX_NAMES} tools at once`);
+        for (let i = 0; i < n; i++) add(i, names[i]);
       } else {
-        P.ArrayPrototypePush(list, String(names));
+        add(0, names);
       }
       return PromiseResolve(H.describeTools(list));
     } catch (e) {

@@ -187,24 +187,22 @@ impl Checker<'_> {
     }
 
     /// The arguments of a call: an object literal is checked key by key against the
-    /// (open) root; a literal of another type is an error; anything else is not guessed.
+    /// root; a literal of another type is an error; anything else is not guessed.
     fn check_root(&mut self, expr: &Expr, params: &ParameterSchema) {
         let expr = unwrap(expr);
         if let Expr::Object(obj) = expr {
-            self.check_object(
-                obj,
-                params.root_spec(),
-                true,
-                params,
-                &PathSeg::Root("args"),
-            );
+            self.check_object(obj, params.root_spec(), params, &PathSeg::Root("args"));
             return;
         }
         if let Some(value) = literal(expr)
             && let Err(report) = params.validate(&value)
-            && let Some(v) = report.violations.first()
+            && !report.violations.is_empty()
         {
-            self.report(lo(expr), DiagnosticKind::WrongValue, with_hint(v, params));
+            self.report(
+                lo(expr),
+                DiagnosticKind::WrongValue,
+                first_reason(&report, params),
+            );
         }
     }
 
@@ -212,17 +210,24 @@ impl Checker<'_> {
         &mut self,
         obj: &ObjectLit,
         spec: &ObjectSpec,
-        root: bool,
         params: &ParameterSchema,
         path: &PathSeg<'_>,
     ) {
         let mut complete = true;
         let mut seen: Vec<String> = Vec::new();
+        let mut props = Vec::with_capacity(obj.props.len());
         for prop in &obj.props {
             let PropOrSpread::Prop(prop) = prop else {
                 complete = false;
                 continue;
             };
+            // `__proto__: value` sets the object's prototype and makes no key.
+            if let Prop::KeyValue(kv) = &**prop
+                && !matches!(kv.key, PropName::Computed(_))
+                && prop_name(&kv.key).as_deref() == Some("__proto__")
+            {
+                continue;
+            }
             let (key, key_lo, value) = match &**prop {
                 Prop::KeyValue(kv) => match prop_name(&kv.key) {
                     Some(k) => (k, kv.key_lo(), Some(&*kv.value)),
@@ -244,6 +249,14 @@ impl Checker<'_> {
                     continue;
                 }
             };
+            props.push((key, key_lo, value));
+        }
+        for (i, (key, key_lo, value)) in props.iter().enumerate() {
+            let (key, key_lo, value) = (key.clone(), *key_lo, *value);
+            // A key written again later: only the last value counts.
+            if props[i + 1..].iter().any(|(k, _, _)| *k == key) {
+                continue;
+            }
             let here = PathSeg::Key(path, &key);
             match spec.properties.get(&key) {
                 Some(node) => {
@@ -260,11 +273,12 @@ impl Checker<'_> {
                     // 2020-12 §10.3.2.3); the validator checks their values.
                 }
                 None => match &spec.additional {
-                    Some(Additional::Deny) if !root => {
+                    Some(Additional::Deny) => {
                         let takes: Vec<&str> = spec.properties.keys().map(String::as_str).collect();
                         let mut message = format!("{path}: unknown key {key:?}");
-                        if let Some(close) = closest_name(&key, &takes) {
-                            message.push_str(&format!("; did you mean {close:?}?"));
+                        match closest_name(&key, &takes) {
+                            Some(close) => message.push_str(&format!("; did you mean {close:?}?")),
+                            None => message.push('.'),
                         }
                         message.push_str(&format!(" The object takes {}.", key_list(&takes)));
                         self.report(key_lo, DiagnosticKind::UnknownKey, message);
@@ -304,32 +318,48 @@ impl Checker<'_> {
         let expr = unwrap(expr);
         let node = resolve(node, params);
         if let (Expr::Object(obj), NodeKind::Object(spec)) = (expr, &node.kind) {
-            self.check_object(obj, spec, false, params, path);
+            self.check_object(obj, spec, params, path);
             return;
         }
         if let Some(value) = literal(expr) {
             let mut v = Validator::new(params.defs());
             v.check(node, &value, path, 1);
             if let Err(report) = v.finish()
-                && let Some(first) = report.violations.first()
+                && !report.violations.is_empty()
             {
                 self.report(
                     lo(expr),
                     DiagnosticKind::WrongValue,
-                    with_hint(first, params),
+                    first_reason(&report, params),
                 );
             }
         }
     }
 }
 
-/// A violation's message, followed by the expected shape of its property when there is one
-/// (as a run's argument errors show it).
-fn with_hint(v: &crate::schema::validate::Violation, params: &ParameterSchema) -> String {
-    match crate::schema::hint::property_hint(&params.to_json_schema(), &v.path) {
-        Some(hint) => format!("{v} — {hint}"),
-        None => v.to_string(),
+/// The first reason of `report`, followed by the expected shape of its property when there
+/// is one (as a run's argument errors show it); a reason that introduces others (`…:`, as a
+/// union's closest branch does) is followed by the first of them.
+fn first_reason(
+    report: &crate::schema::validate::ValidationReport,
+    params: &ParameterSchema,
+) -> String {
+    let schema = params.to_json_schema();
+    let mut text = String::new();
+    for v in &report.violations {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&v.to_string());
+        if !v.message.ends_with(':') {
+            if let Some(hint) = crate::schema::hint::property_hint(&schema, &v.path) {
+                text.push_str(" — ");
+                text.push_str(&hint);
+            }
+            break;
+        }
     }
+    text
 }
 
 /// `tools.x` / `tools["x"]` / `tools?.x` → `x`.
@@ -343,7 +373,7 @@ fn tool_name(callee: &Expr) -> Option<String> {
         Expr::Ident(i) if &*i.sym == "tools" => {}
         _ => return None,
     }
-    match &member.prop {
+    let name = match &member.prop {
         MemberProp::Ident(i) => Some(i.sym.to_string()),
         MemberProp::Computed(c) => match unwrap(&c.expr) {
             Expr::Lit(Lit::Str(s)) => Some(s.value.to_string_lossy().into_owned()),
@@ -355,7 +385,9 @@ fn tool_name(callee: &Expr) -> Option<String> {
             _ => None,
         },
         MemberProp::PrivateName(_) => None,
-    }
+    }?;
+    // The discovery functions are no tools (see `crate::discovery`).
+    (name != crate::discovery::SEARCH && name != crate::discovery::DESCRIBE).then_some(name)
 }
 
 /// Where the tool's name starts in the callee (for the unknown-tool diagnostic).

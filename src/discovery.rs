@@ -140,11 +140,11 @@ fn words(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 8);
     let mut prev_lower = false;
     for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && prev_lower {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && prev_lower {
                 out.push(' ');
             }
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            prev_lower = c.is_lowercase() || c.is_numeric();
             out.push(c);
         } else {
             out.push(' ');
@@ -155,10 +155,17 @@ fn words(name: &str) -> String {
 }
 
 /// What a tool is searched by: its name's words (twice: a name says the most), its
-/// description, and its parameters' names.
+/// description (without the `[read-only]`-style tag the declarations put first), and its
+/// parameters' names.
 fn searchable(t: &ToolDecl) -> String {
     let name = words(&t.name);
-    let mut text = format!("{name} {name} {}", t.description);
+    let description = match t.description.strip_prefix('[') {
+        Some(rest) => rest
+            .split_once("] ")
+            .map_or(t.description.as_str(), |(_, d)| d),
+        None => &t.description,
+    };
+    let mut text = format!("{name} {name} {description}");
     if let Some(props) = t
         .input_schema
         .get("properties")
@@ -215,12 +222,20 @@ pub fn describe(tools: &[ToolDecl], names: &[String]) -> Result<String, String> 
         }
     }
     if !unknown.is_empty() {
+        use crate::dispatch::registry::{tool_list, unknown_tool_phrase};
         let all: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let messages: Vec<String> = unknown
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let mut phrases: Vec<String> = unknown
             .iter()
-            .map(|n| crate::dispatch::registry::unknown_tool_message(n, &all))
+            .take(10)
+            .map(|n| unknown_tool_phrase(n, &refs))
             .collect();
-        return Err(messages.join("; "));
+        if unknown.len() > 10 {
+            phrases.push(format!("{} more unknown names", unknown.len() - 10));
+        }
+        let text = phrases.join("; ");
+        let sep = if text.ends_with('?') { " " } else { ". " };
+        return Err(format!("{text}{sep}Available tools: {}", tool_list(&all)));
     }
     if chosen.is_empty() {
         return Err("name at least one tool to describe".to_owned());

@@ -392,6 +392,7 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         out.push_str(&outputs);
         out.push_str("}\ndeclare const tools: {\n");
         out.push_str(&methods);
+        out.push_str(DISCOVERY_METHODS);
         out.push_str("};\n");
         out.push_str("declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n  readonly toolName: string;\n}\n");
     } else {
@@ -447,6 +448,15 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
     out
 }
 
+/// The discovery functions every program has (see the `codemode` crate's `discovery`
+/// module), in the pretty layout that programs are type-checked against; the compact
+/// layout leaves them to the index that introduces them.
+const DISCOVERY_METHODS: &str = "  /** The tools that best match the words of `query` (BM25 over names, descriptions and parameter names), best first; `limit` defaults to 5, at most 50. */
+  $search(query: string, limit?: number): Promise<{ name: string; description: string }[]>;
+  /** The TypeScript declarations (compact) of the named tools. */
+  $describe(names: string | string[]): Promise<string>;
+";
+
 /// Said once in compact declarations that leave out open objects' index signatures.
 const OPEN_OBJECTS_NOTE: &str =
     "// Objects list the keys a tool reads; others are accepted and ignored.\n";
@@ -462,7 +472,8 @@ fn dashes_and_dots(name: &str) -> String {
 
 /// How the compact declarations show property `key` of the object schema `parent`:
 /// `key?: type /* doc */` (`?` when `parent` does not require it; the doc is its
-/// description and constraints). `root` is the schema `parent` is inside, for `$ref`s.
+/// description and constraints), then `; type Name = …` for each type its references name.
+/// `root` is the schema `parent` is inside, for `$ref`s.
 /// `None` when `parent` declares no such property.
 ///
 /// ```
@@ -498,6 +509,11 @@ pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<String>
     let mut out = format!("{}{}{t}", key(name), if required { ": " } else { "?: " });
     if !doc.is_empty() {
         let _ = write!(out, " /* {} */", comment_safe(&doc));
+    }
+    // The types its references name, so the hint stands on its own.
+    for line in aliases.lines() {
+        out.push_str("; ");
+        out.push_str(line.trim_end_matches(';'));
     }
     Some(out)
 }

@@ -563,8 +563,12 @@ pub(crate) fn closest_name<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c
 
 /// The (at most `most`) `candidates` near enough to `name` to be a likely typo, closest
 /// first: by edit distance ignoring case, a `SERVER.tool` candidate also by its `tool`
-/// part alone (so `create_entities` finds `memory.create_entities`).
+/// part alone (so `create_entities` finds `memory.create_entities`). A name more than
+/// twice as long as a tool name can be is near nothing (and costs nothing to compare).
 pub(crate) fn closest_names<'c>(name: &str, candidates: &[&'c str], most: usize) -> Vec<&'c str> {
+    if name.len() > 2 * MAX_TOOL_NAME_LEN * 4 || name.chars().count() > 2 * MAX_TOOL_NAME_LEN {
+        return Vec::new();
+    }
     let lower = name.to_lowercase();
     let mut near: Vec<(usize, usize, &'c str)> = Vec::new();
     for (i, t) in candidates.iter().enumerate() {
@@ -586,26 +590,52 @@ pub(crate) fn closest_names<'c>(name: &str, candidates: &[&'c str], most: usize)
     near.into_iter().take(most).map(|(_, _, t)| t).collect()
 }
 
+/// `name` as messages quote it: whole when it could be a tool name, else its start and its
+/// length (a program can ask for a name of a million characters).
+pub(crate) fn quoted_name(name: &str) -> String {
+    if name.chars().count() <= MAX_TOOL_NAME_LEN {
+        return format!("{name:?}");
+    }
+    let start: String = name.chars().take(40).collect();
+    format!("{start:?}… ({} characters)", name.chars().count())
+}
+
+/// `unknown tool "name"`, with `; did you mean "a", "b" or "c"?` when tools are near.
+pub(crate) fn unknown_tool_phrase(name: &str, tools: &[&str]) -> String {
+    let near = closest_names(name, tools, 3);
+    let shown = quoted_name(name);
+    match near.as_slice() {
+        [] => format!("unknown tool {shown}"),
+        [one] => format!("unknown tool {shown}; did you mean {one:?}?"),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|n| format!("{n:?}")).collect();
+            format!(
+                "unknown tool {shown}; did you mean {} or {last:?}?",
+                first.join(", ")
+            )
+        }
+    }
+}
+
+/// The list of `tools` as messages show it (at most 40 names).
+pub(crate) fn tool_list(tools: &[String]) -> String {
+    if tools.is_empty() {
+        "none".to_owned()
+    } else {
+        crate::value::name_list(tools.iter().map(String::as_str), 40)
+    }
+}
+
 /// The message for a call of `name` when it is not one of `tools`: the closest tool names
 /// (up to 3) when some are near, then the list of tools.
 pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
     let refs: Vec<&str> = tools.iter().map(String::as_str).collect();
-    let near = closest_names(name, &refs, 3);
-    let list = if tools.is_empty() {
-        "none".to_owned()
+    let phrase = unknown_tool_phrase(name, &refs);
+    let list = tool_list(tools);
+    if phrase.ends_with('?') {
+        format!("{phrase} Available tools: {list}")
     } else {
-        crate::value::name_list(tools.iter().map(String::as_str), 40)
-    };
-    match near.as_slice() {
-        [] => format!("unknown tool {name:?}; available tools: {list}"),
-        [one] => format!("unknown tool {name:?}; did you mean {one:?}? Available tools: {list}"),
-        [first @ .., last] => {
-            let first: Vec<String> = first.iter().map(|n| format!("{n:?}")).collect();
-            format!(
-                "unknown tool {name:?}; did you mean {} or {last:?}? Available tools: {list}",
-                first.join(", ")
-            )
-        }
+        format!("{phrase}; available tools: {list}")
     }
 }
 

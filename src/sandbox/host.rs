@@ -93,7 +93,11 @@ impl<'js> Host<'js> {
         let (search_state, search_bridge) = (state.clone(), bridge.clone());
         let search_tools = Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, query: String, limit: f64| -> rquickjs::Result<Value<'js>> {
+            move |ctx: Ctx<'js>,
+                  query: rquickjs::String<'js>,
+                  limit: f64|
+                  -> rquickjs::Result<Value<'js>> {
+                let query = unicode(&ctx, &query, "the query")?;
                 let tools = visible_tools(&search_state);
                 let limit = if limit.is_finite() && limit >= 1.0 {
                     (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
@@ -114,7 +118,11 @@ impl<'js> Host<'js> {
         let describe_state = state.clone();
         let describe_tools = Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, names: Vec<String>| -> rquickjs::Result<String> {
+            move |ctx: Ctx<'js>, names: Vec<rquickjs::String<'js>>| -> rquickjs::Result<String> {
+                let names = names
+                    .iter()
+                    .map(|n| unicode(&ctx, n, "a tool name"))
+                    .collect::<rquickjs::Result<Vec<String>>>()?;
                 let tools = visible_tools(&describe_state);
                 crate::discovery::describe(&tools, &names)
                     .map_err(|message| Exception::throw_message(&ctx, &message))
@@ -194,6 +202,21 @@ impl<'js> Host<'js> {
         host.set("isProxy", self.is_proxy)?;
         Ok(host)
     }
+}
+
+/// `text` as Rust text; a lone surrogate (which no tool name or word has) throws a message
+/// naming `what`.
+fn unicode<'js>(
+    ctx: &Ctx<'js>,
+    text: &rquickjs::String<'js>,
+    what: &str,
+) -> rquickjs::Result<String> {
+    text.to_string().map_err(|_| {
+        Exception::throw_message(
+            ctx,
+            &format!("{what} is not valid Unicode (it has a lone surrogate)"),
+        )
+    })
 }
 
 /// The declarations of the tools the run sees (those registered when it started that are

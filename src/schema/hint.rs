@@ -60,6 +60,57 @@ fn follow<'v>(root: &'v Value, mut schema: &'v Value) -> &'v Value {
     schema
 }
 
+/// Most schemas the hint looks into through `anyOf` / `oneOf` / `allOf` branches (a
+/// reference may lead back to where it started, and branches may fan out).
+const MAX_VISITS: usize = 256;
+
+/// The schema of `step` below `schema`: a property, or an item; looked for in the
+/// branches of `anyOf`, `oneOf` and `allOf` when `schema` itself does not say.
+fn below<'v>(
+    root: &'v Value,
+    schema: &'v Value,
+    step: &Step,
+    visits: &mut usize,
+) -> Option<&'v Value> {
+    let own = match step {
+        Step::Key(k) => schema.get("properties").and_then(|p| p.get(k)),
+        Step::Index(i) => schema
+            .get("prefixItems")
+            .and_then(|p| p.get(*i))
+            .or_else(|| schema.get("items")),
+    };
+    *visits += 1;
+    if own.is_some() || *visits > MAX_VISITS {
+        return own;
+    }
+    branches(schema).find_map(|b| below(root, follow(root, b), step, visits))
+}
+
+/// The object schema that declares property `name`: `schema`, or one of its branches.
+fn declaring<'v>(
+    root: &'v Value,
+    schema: &'v Value,
+    name: &str,
+    visits: &mut usize,
+) -> Option<&'v Value> {
+    if schema.get("properties").and_then(|p| p.get(name)).is_some() {
+        return Some(schema);
+    }
+    *visits += 1;
+    if *visits > MAX_VISITS {
+        return None;
+    }
+    branches(schema).find_map(|b| declaring(root, follow(root, b), name, visits))
+}
+
+/// The branches of `anyOf`, `oneOf` and `allOf`.
+fn branches(schema: &Value) -> impl Iterator<Item = &Value> {
+    ["anyOf", "oneOf", "allOf"]
+        .into_iter()
+        .filter_map(|k| schema.get(k).and_then(Value::as_array))
+        .flatten()
+}
+
 /// The hint for the property at `path` in arguments of the JSON Schema `root`; `None` when
 /// the path does not end at a declared property.
 pub(crate) fn property_hint(root: &Value, path: &str) -> Option<String> {
@@ -70,21 +121,21 @@ pub(crate) fn property_hint(root: &Value, path: &str) -> Option<String> {
     };
     let mut schema = follow(root, root);
     for step in parents {
-        schema = match step {
-            Step::Key(k) => schema.get("properties")?.get(k)?,
-            Step::Index(i) => match schema.get("prefixItems").and_then(|p| p.get(*i)) {
-                Some(item) => item,
-                None => schema.get("items")?,
-            },
-        };
-        schema = follow(root, schema);
+        schema = follow(root, below(root, schema, step, &mut 0)?);
     }
-    let hint = codemode_codegen::property_hint(root, schema, name)?;
+    let parent = declaring(root, schema, name, &mut 0)?;
+    let hint = codemode_codegen::property_hint(root, parent, name)?;
     if hint.chars().count() <= MAX_HINT {
         return Some(hint);
     }
     let cut: String = hint.chars().take(MAX_HINT).collect();
-    Some(format!("{cut}…"))
+    // A comment cut open is closed again.
+    let close = if cut.rfind("/*") > cut.rfind("*/") {
+        " */"
+    } else {
+        ""
+    };
+    Some(format!("{cut}…{close}"))
 }
 
 /// `report`, one violation per line, each followed by the hint for its property when there
@@ -96,6 +147,10 @@ pub(crate) fn report_with_hints(report: &ValidationReport, root: &Value) -> Stri
             out.push('\n');
         }
         out.push_str(&v.to_string());
+        // A line that introduces the next ones (a union's closest branch) gets no hint.
+        if v.message.ends_with(':') {
+            continue;
+        }
         if let Some(hint) = property_hint(root, &v.path) {
             out.push_str(" — ");
             out.push_str(&hint);
@@ -144,6 +199,10 @@ mod tests {
             "name: string /* The item's name. */"
         );
         assert!(property_hint(&root, "args.nope").is_none());
+        // A union that leads back to itself is looked into a bounded number of times.
+        let cyclic = json!({"$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "object"}]}},
+            "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}});
+        assert!(property_hint(&cyclic, "args.a.x").is_none());
         assert!(property_hint(&root, "args.items[0]").is_none());
     }
 }

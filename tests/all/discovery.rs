@@ -313,3 +313,148 @@ async fn argument_errors_and_unknown_tools_teach_at_run_time_and_in_check() {
         "{text:?}"
     );
 }
+
+/// Found by a hostile review: inputs that cost the host time or memory, or that a program
+/// tampered with, end in a clear error at once.
+#[tokio::test]
+async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::with_files(dir.path());
+    let message = |e: Value| e["message"].as_str().unwrap().to_owned();
+    // A name longer than any tool name is refused before any comparison.
+    let m = message(h.err(r#"await tools.$describe("x".repeat(1e6))"#).await);
+    assert_eq!(
+        m,
+        "$describe: no tool is named 1000000 characters long: names have at most 128"
+    );
+    // Reading a huge unknown name from `tools` quotes its start and length only.
+    let m = message(h.err(r#"await tools["y".repeat(1e6)]({})"#).await);
+    assert!(m.starts_with("yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy…: unknown tool \"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\"… (1000000 characters); available tools: read_file"), "{}", &m[..200.min(m.len())]);
+    assert!(m.len() < 400, "{}", m.len());
+    // Queries are bounded, limits and names checked.
+    let m = message(
+        h.err(r#"await tools.$search("read file ".repeat(1e5))"#)
+            .await,
+    );
+    assert_eq!(m, "$search: a query has at most 1000 characters");
+    for (call, says) in [
+        ("tools.$search()", "expected the query as a string of words"),
+        (
+            "tools.$search('file', 0)",
+            "limit: expected a number of results, 1 or more",
+        ),
+        (
+            "tools.$search('file', NaN)",
+            "limit: expected a number of results, 1 or more",
+        ),
+        (
+            "tools.$search('file', '3')",
+            "limit: expected a number of results, 1 or more",
+        ),
+        (
+            "tools.$describe([['read_file', 'grep']])",
+            "expected a tool name (a string)",
+        ),
+        (
+            "tools.$describe('\\uD800')",
+            "a tool name is not valid Unicode (it has a lone surrogate)",
+        ),
+        (
+            "tools.$search('\\uD800')",
+            "the query is not valid Unicode (it has a lone surrogate)",
+        ),
+    ] {
+        let m = message(h.err(&format!("await {call}")).await);
+        assert!(m.contains(says), "{call}: {m}");
+    }
+    let matching = search(&codemode::declarations::tool_decls(&h.registry), "file", 50).len();
+    assert!(matching >= 2);
+    assert_eq!(
+        h.ok("return (await tools.$search('file', Infinity)).length")
+            .await,
+        json!(matching)
+    );
+    // Many unknown names: each named once, the tools listed once.
+    let m = message(
+        h.err(r#"await tools.$describe(Array.from({length: 400}, (_, i) => "nope" + i))"#)
+            .await,
+    );
+    assert!(
+        m.contains("unknown tool \"nope9\"; 390 more unknown names. Available tools: read_file"),
+        "{m}"
+    );
+    assert!(m.len() < 1_000, "{}", m.len());
+    // A program's own globals and prototypes do not reach the discovery functions.
+    let v = h
+        .ok(r#"
+            Number = () => ({});
+            String = () => "tampered";
+            Object.defineProperty(Array.prototype, "0", {set() {}, get() { return "ARR0"; }, configurable: true});
+            const found = await tools.$search("regular expression", 1);
+            const d = await tools.$describe(["grep"]);
+            return [found.length, d.includes("grep: {")];
+        "#)
+        .await;
+    assert_eq!(v, json!([1, true]));
+}
+
+#[test]
+fn check_and_run_agree_on_closed_roots_proto_keys_repeated_keys_and_unions() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::new();
+    let params = |schema: Value| {
+        codemode::schema::ParameterSchema::from_json_schema(&schema)
+            .unwrap()
+            .0
+    };
+    let tool = |name: &str, schema: Value| {
+        Tool::builder(name)
+            .parameters(params(schema))
+            .execute(|_a, _e| async { Ok(json!(1)) })
+            .build()
+            .unwrap()
+    };
+    let _handles = [
+        registry.register(tool("closed", json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}))).unwrap(),
+        registry.register(tool("point", json!({"type": "object", "properties": {"at": {"$ref": "#/$defs/Point"}}, "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}}}))).unwrap(),
+        registry.register(tool("either", json!({"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}]}}}))).unwrap(),
+    ];
+    let _files = FileTools::new(dir.path())
+        .unwrap()
+        .register(&registry)
+        .unwrap();
+    let check = |code: &str| -> Vec<String> {
+        codemode::check::check_program(code, &registry)
+            .into_iter()
+            .map(|d| d.message)
+            .collect()
+    };
+    // A closed root refuses other keys in check as at run time.
+    assert_eq!(
+        check("await tools.closed({a: 1, extra: 2})"),
+        ["args: unknown key \"extra\". The object takes key \"a\"."]
+    );
+    // `__proto__: x` makes no key; of a repeated key only the last value counts.
+    assert_eq!(
+        check("await tools.closed({a: 1, __proto__: null})"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check("await tools.grep({pattern: 'x', max_results: '5', max_results: 5})"),
+        Vec::<String>::new()
+    );
+    // A hint whose type is named by a reference carries that type's definition.
+    let got = check("await tools.point({at: 'here'})");
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].ends_with("— at?: ArgPoint; type ArgPoint = { x: number; y: number; }"),
+        "{got:?}"
+    );
+    // A union's closest branch is followed by its reason, with the hint on the reason.
+    let got = check("await tools.either({v: {x: 'no'}})");
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].contains(":") && got[0].ends_with("— x: integer"),
+        "{got:?}"
+    );
+}
