@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use bm25::{Document, Language, SearchEngineBuilder};
+use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 
 use crate::declarations::{Layout, ToolDecl};
 
@@ -185,11 +185,25 @@ pub fn search<'t>(tools: &'t [ToolDecl], query: &str, limit: usize) -> Vec<&'t T
     if tools.is_empty() || limit == 0 {
         return Vec::new();
     }
+    rank(&engine(tools), tools, query, limit)
+}
+
+/// The BM25 index of `tools` (document `i` is `tools[i]`).
+fn engine(tools: &[ToolDecl]) -> SearchEngine<usize> {
     let docs = tools
         .iter()
         .enumerate()
         .map(|(i, t)| Document::new(i, searchable(t)));
-    let engine = SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build();
+    SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build()
+}
+
+/// The tools of `engine` (built over `tools`) that best match `query`, best first.
+fn rank<'t>(
+    engine: &SearchEngine<usize>,
+    tools: &'t [ToolDecl],
+    query: &str,
+    limit: usize,
+) -> Vec<&'t ToolDecl> {
     let mut hits = engine.search(&words(query), None);
     hits.sort_by(|a, b| {
         b.score
@@ -200,6 +214,37 @@ pub fn search<'t>(tools: &'t [ToolDecl], query: &str, limit: usize) -> Vec<&'t T
         .take(limit)
         .map(|h| &tools[h.document.id])
         .collect()
+}
+
+/// The tools a run sees, indexed for search: made on a run's first `$search` or
+/// `$describe` and kept for the rest of the run.
+pub(crate) struct Catalog {
+    tools: Vec<ToolDecl>,
+    engine: Option<SearchEngine<usize>>,
+}
+
+impl Catalog {
+    /// The catalog of `tools` (indexed on the first search).
+    pub(crate) fn new(tools: Vec<ToolDecl>) -> Catalog {
+        Catalog {
+            tools,
+            engine: None,
+        }
+    }
+
+    /// As [`search`], over the catalog's tools.
+    pub(crate) fn search(&mut self, query: &str, limit: usize) -> Vec<&ToolDecl> {
+        if self.tools.is_empty() || limit == 0 {
+            return Vec::new();
+        }
+        let engine = self.engine.get_or_insert_with(|| engine(&self.tools));
+        rank(engine, &self.tools, query, limit)
+    }
+
+    /// As [`describe`], over the catalog's tools.
+    pub(crate) fn describe(&self, names: &[String]) -> Result<String, String> {
+        describe(&self.tools, names)
+    }
 }
 
 /// The compact TypeScript declarations of the tools named in `names` (names or aliases),

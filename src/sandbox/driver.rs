@@ -327,6 +327,7 @@ fn host_state(
         timers: Timers::default(),
         limits: limits.clone(),
         woken,
+        catalog: None,
     }
 }
 

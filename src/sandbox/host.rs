@@ -98,16 +98,17 @@ impl<'js> Host<'js> {
                   limit: f64|
                   -> rquickjs::Result<Value<'js>> {
                 let query = unicode(&ctx, &query, "the query")?;
-                let tools = visible_tools(&search_state);
-                let limit = if limit.is_finite() && limit >= 1.0 {
+                let limit = if limit >= 1.0 {
                     (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
                 } else {
                     crate::discovery::DEFAULT_SEARCH_LIMIT
                 };
-                let found: Vec<serde_json::Value> = crate::discovery::search(&tools, &query, limit)
-                    .into_iter()
-                    .map(|t| serde_json::json!({"name": t.name, "description": t.description}))
-                    .collect();
+                let found: Vec<serde_json::Value> = with_catalog(&search_state, |c| {
+                    c.search(&query, limit)
+                        .into_iter()
+                        .map(|t| serde_json::json!({"name": t.name, "description": t.description}))
+                        .collect()
+                });
                 let slot = search_bridge.borrow();
                 let Some(b) = slot.as_ref() else {
                     return Err(Exception::throw_message(&ctx, "the run has ended"));
@@ -123,8 +124,7 @@ impl<'js> Host<'js> {
                     .iter()
                     .map(|n| unicode(&ctx, n, "a tool name"))
                     .collect::<rquickjs::Result<Vec<String>>>()?;
-                let tools = visible_tools(&describe_state);
-                crate::discovery::describe(&tools, &names)
+                with_catalog(&describe_state, |c| c.describe(&names))
                     .map_err(|message| Exception::throw_message(&ctx, &message))
             },
         )?;
@@ -219,14 +219,19 @@ fn unicode<'js>(
     })
 }
 
-/// The declarations of the tools the run sees (those registered when it started that are
-/// still registered).
-fn visible_tools(state: &Shared) -> Vec<crate::declarations::ToolDecl> {
-    let st = lock(state);
-    let names = st.calls.tool_names();
-    let mut tools = crate::declarations::tool_decls(st.calls.registry());
-    tools.retain(|t| names.iter().any(|n| **n == *t.name));
-    tools
+/// Runs `f` on the run's catalog: the declarations of the tools it sees (those registered
+/// when it started that are still registered at its first `$search` or `$describe`).
+fn with_catalog<T>(state: &Shared, f: impl FnOnce(&mut crate::discovery::Catalog) -> T) -> T {
+    let mut guard = lock(state);
+    let st = &mut *guard;
+    let calls = &st.calls;
+    let catalog = st.catalog.get_or_insert_with(|| {
+        let names = calls.tool_names();
+        let mut tools = crate::declarations::tool_decls(calls.registry());
+        tools.retain(|t| names.iter().any(|n| **n == *t.name));
+        crate::discovery::Catalog::new(tools)
+    });
+    f(catalog)
 }
 
 /// What the host reads back from the prelude's `internals` object (each field names the

@@ -19,6 +19,8 @@ pub(super) struct HostState {
     /// from JavaScript is polled once at once with its waker, so a tool that is ready at
     /// once answers without a trip through the loop.
     pub(super) woken: Arc<Woken>,
+    /// The run's tools for `tools.$search` and `tools.$describe`, made on first use.
+    pub(super) catalog: Option<crate::discovery::Catalog>,
 }
 
 /// [`HostState`] as the host functions and the loop hold it.

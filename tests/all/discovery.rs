@@ -230,24 +230,22 @@ async fn above_the_budget_the_description_is_an_index_and_programs_discover_tool
 #[tokio::test]
 async fn below_the_budget_every_tool_is_declared_and_the_budget_is_configurable() {
     let dir = tempfile::tempdir().unwrap();
-    let mut h = Harness::new(Default::default());
-    h.handles.extend(
-        FileTools::new(dir.path())
-            .unwrap()
-            .register(&h.registry)
-            .unwrap(),
-    );
+    let with_files = |config: RunCodeConfig| {
+        let mut h = Harness::with_config(config);
+        h.handles.extend(
+            FileTools::new(dir.path())
+                .unwrap()
+                .register(&h.registry)
+                .unwrap(),
+        );
+        h
+    };
+    let h = with_files(RunCodeConfig::default());
     let text = run_code_description(&h.registry);
     assert!(text.contains("interface ToolArgsMap"), "{text}");
     assert!(!text.contains("tools.$search("), "{text}");
     // The same tools over a budget of 10 tokens: the index.
-    let mut h = Harness::with_config(RunCodeConfig::default().tool_budget(10));
-    h.handles.extend(
-        FileTools::new(dir.path())
-            .unwrap()
-            .register(&h.registry)
-            .unwrap(),
-    );
+    let h = with_files(RunCodeConfig::default().tool_budget(10));
     let text = run_code_description(&h.registry);
     assert!(!text.contains("interface ToolArgsMap"), "{text}");
     assert!(text.contains("tools:\n- glob: "), "{text}");
