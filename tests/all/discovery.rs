@@ -456,3 +456,29 @@ fn check_and_run_agree_on_closed_roots_proto_keys_repeated_keys_and_unions() {
         "{got:?}"
     );
 }
+
+#[test]
+fn the_typescript_compiler_knows_the_discovery_functions_from_the_declarations() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::new();
+    let _files = FileTools::new(dir.path())
+        .unwrap()
+        .register(&registry)
+        .unwrap();
+    let d = codemode::declarations::declarations(&registry, codemode::declarations::Layout::Pretty)
+        .unwrap();
+    let good = "async function good() {\n  const found: { name: string; description: string }[] = await tools.$search(\"find files\", 3);\n  const text: string = await tools.$describe(found.map((t) => t.name));\n  return [text, await tools.$describe(\"grep\")];\n}\n";
+    let bad = "async function bad() {\n  await tools.$search(42);\n}\n";
+    let (_, diagnostics) = crate::support::tsc(&[
+        ("tools.d.ts", &d),
+        ("globals.d.ts", codemode::declarations::SANDBOX_GLOBALS),
+        ("good.ts", good),
+        ("bad.ts", bad),
+    ]);
+    let lines: Vec<&str> = diagnostics.lines().collect();
+    assert_eq!(lines.len(), 1, "{diagnostics}");
+    assert!(
+        lines[0].starts_with("bad.ts(2,23): error TS2345:"),
+        "{diagnostics}"
+    );
+}
