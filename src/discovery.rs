@@ -55,7 +55,8 @@ pub fn tools_text(tools: &[ToolDecl], deferred: &[bool], budget: usize) -> Strin
         Ok(d) => d,
         Err(e) => return format!("(The tools' declarations could not be made: {e}.)"),
     };
-    if crate::tokens::over_budget(&d, budget) {
+    // Past the budget, or when every tool is deferred, the index of them all.
+    if declared.is_empty() || crate::tokens::over_budget(&d, budget) {
         return index(tools, false);
     }
     // A fence longer than any run of backticks in the declarations (a description may
@@ -86,13 +87,16 @@ pub fn index(tools: &[ToolDecl], more: bool) -> String {
             .filter(|g| !g.is_empty());
         groups.entry(group).or_default().push(t);
     }
-    let lead = if more {
-        format!("{} more tools are listed by name only.", tools.len())
-    } else {
-        format!(
-            "There are {} tools: too many to declare here, so they are listed by name.",
-            tools.len()
-        )
+    let n = tools.len();
+    let lead = match (more, n) {
+        (true, 1) => "1 more tool is listed by name only.".to_owned(),
+        (true, _) => format!("{n} more tools are listed by name only."),
+        (false, 1) => {
+            "There is 1 tool, listed by name (its declarations pass the budget).".to_owned()
+        }
+        (false, _) => {
+            format!("There are {n} tools: too many to declare here, so they are listed by name.")
+        }
     };
     let mut out = format!(
         "{lead} Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{{name, description}}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\n"
@@ -291,6 +295,34 @@ pub fn describe(tools: &[ToolDecl], names: &[String]) -> Result<String, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deferred_tools_follow_the_declared_ones_and_alone_are_the_whole_index() {
+        let tool = |name: &str| ToolDecl {
+            name: name.to_owned(),
+            alias: None,
+            description: format!("Does {name}. More."),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: serde_json::json!(true),
+        };
+        let tools = [tool("a"), tool("s.b")];
+        let mixed = tools_text(&tools, &[false, true], usize::MAX);
+        assert!(
+            mixed.contains("interface ToolArgsMap { /** Does a. More. */ a: {}; }"),
+            "{mixed}"
+        );
+        assert!(mixed.ends_with("1 more tool is listed by name only. Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{name, description}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\ns (MCP server):\n- s.b: Does s.b.\n"), "{mixed}");
+        let all = tools_text(&tools, &[true, true], usize::MAX);
+        assert!(
+            all.starts_with("There are 2 tools: too many to declare here"),
+            "{all}"
+        );
+        assert!(
+            all.contains("tools:\n- a: Does a.\ns (MCP server):\n- s.b: Does s.b.\n"),
+            "{all}"
+        );
+        assert_eq!(tools_text(&tools, &[false, false], 0), all);
+    }
 
     #[test]
     fn summaries_are_one_short_sentence() {
