@@ -80,7 +80,8 @@ const unknown = new P.Proxy(ObjectCreate(null), ObjectFreeze({
     if (typeof key === "symbol" || probes[key] === true) return undefined;
     // No tool name is longer than 128 characters: a longer key is named by its start.
     const shown = key.length > 128 ? P.StringPrototypeSlice(key, 0, 40) + "…" : key;
-    throw new ToolCallError(shown, H.unknownTool(key));
+    // A lone surrogate (no tool name has one) is shown as U+FFFD.
+    throw new ToolCallError(shown, H.unknownTool(P.StringPrototypeToWellFormed(key)));
   },
 }));
 
@@ -100,16 +101,17 @@ for (let i = 0; i < names.length; i++) {
 }
 // Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
 // (the registry refuses them), not enumerable, and make no call. Their inputs are checked
-// here, before the host copies anything: a query of at most 1 000 characters, names of at
-// most 128 (the longest a tool name can be), at most 500 of them.
+// here, before the host copies anything: a query's length (in UTF-16 code units, as
+// JavaScript counts it) at most 1 000, a name's at most 256 (a tool name has at most 128
+// characters, each at most 2 units), at most 500 names.
 const MAX_QUERY = 1000;
-const MAX_NAME = 128;
+const MAX_NAME = 256;
 const MAX_NAMES = 500;
 ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
     try {
       if (typeof query !== "string") throw new P.Error("expected the query as a string of words");
-      if (query.length > MAX_QUERY) throw new P.Error(`a query has at most ${MAX_QUERY} characters`);
+      if (query.length > MAX_QUERY) throw new P.Error(`a query's length is at most ${MAX_QUERY}`);
       let most = 0;
       if (limit !== undefined) {
         if (typeof limit !== "number" || !(limit >= 1)) {
@@ -133,7 +135,7 @@ ObjectDefineProperty(tools, "$describe", {
           throw new P.Error("expected a tool name (a string) or an array of tool names");
         }
         if (name.length > MAX_NAME) {
-          throw new P.Error(`no tool is named ${name.length} characters long: names have at most ${MAX_NAME}`);
+          throw new P.Error(`no tool has a name of length ${name.length}: tool names have at most 128 characters`);
         }
         ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
       };

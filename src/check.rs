@@ -493,7 +493,12 @@ fn literal(expr: &Expr) -> Option<Value> {
                 let Prop::KeyValue(kv) = &**p else {
                     return None;
                 };
-                map.insert(prop_name(&kv.key)?, literal(&kv.value)?);
+                let key = prop_name(&kv.key)?;
+                // `__proto__: value` sets the prototype and makes no key.
+                if key == "__proto__" && !matches!(kv.key, PropName::Computed(_)) {
+                    continue;
+                }
+                map.insert(key, literal(&kv.value)?);
             }
             Some(Value::Object(map))
         }

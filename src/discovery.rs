@@ -267,6 +267,7 @@ pub fn describe(tools: &[ToolDecl], names: &[String]) -> Result<String, String> 
         {
             Some(t) if !chosen.iter().any(|c| c.name == t.name) => chosen.push(t.clone()),
             Some(_) => {}
+            None if unknown.contains(&name.as_str()) => {}
             None => unknown.push(name.as_str()),
         }
     }
@@ -280,11 +281,17 @@ pub fn describe(tools: &[ToolDecl], names: &[String]) -> Result<String, String> 
             .map(|n| unknown_tool_phrase(n, &refs))
             .collect();
         if unknown.len() > 10 {
-            phrases.push(format!("{} more unknown names", unknown.len() - 10));
+            phrases.push(format!("And {} more unknown names", unknown.len() - 10));
         }
-        let text = phrases.join("; ");
-        let sep = if text.ends_with('?') { " " } else { ". " };
-        return Err(format!("{text}{sep}Available tools: {}", tool_list(&all)));
+        let sentences: Vec<String> = phrases
+            .into_iter()
+            .map(|p| if p.ends_with('?') { p } else { format!("{p}.") })
+            .collect();
+        return Err(format!(
+            "{} Available tools: {}",
+            sentences.join(" "),
+            tool_list(&all)
+        ));
     }
     if chosen.is_empty() {
         return Err("name at least one tool to describe".to_owned());

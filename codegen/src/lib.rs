@@ -19,8 +19,8 @@ mod ts;
 
 pub use rust::rust_types;
 pub use ts::{
-    DeclarationError, HEADER, Layout, SANDBOX_GLOBALS, ToolDecl, declarations, declarations_with,
-    property_hint,
+    DeclarationError, HEADER, Layout, PropertyHint, SANDBOX_GLOBALS, ToolDecl, declarations,
+    declarations_with, property_hint,
 };
 
 /// Whether a name is an ASCII JavaScript identifier. Shared with the `codemode` crate (which

@@ -470,21 +470,44 @@ fn dashes_and_dots(name: &str) -> String {
     name.replace(['-', '.'], "_")
 }
 
-/// How the compact declarations show property `key` of the object schema `parent`:
-/// `key?: type /* doc */` (`?` when `parent` does not require it; the doc is its
-/// description and constraints), then `; type Name = …` for each type its references name.
-/// `root` is the schema `parent` is inside, for `$ref`s.
-/// `None` when `parent` declares no such property.
+/// How the compact declarations show one property (see [`property_hint`]); `Display`
+/// writes `key?: type /* doc */; type Name = …`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PropertyHint {
+    /// `key?: type` (`?` when the object does not require it).
+    pub declaration: String,
+    /// Its description and constraints as the JSDoc shows them (empty when none).
+    pub doc: String,
+    /// `type Name = …` for each type the declaration names through a reference.
+    pub types: Vec<String>,
+}
+
+impl std::fmt::Display for PropertyHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.declaration)?;
+        if !self.doc.is_empty() {
+            write!(f, " /* {} */", comment_safe(&self.doc))?;
+        }
+        for t in &self.types {
+            write!(f, "; {t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How the compact declarations show property `name` of the object schema `parent`.
+/// `root` is the schema `parent` is inside, for `$ref`s. `None` when `parent` declares no
+/// such property.
 ///
 /// ```
 /// let parent = serde_json::json!({"type": "object", "properties": {
 ///     "limit": {"type": "number", "minimum": 1, "maximum": 1000}}});
 /// assert_eq!(
-///     codemode_codegen::property_hint(&parent, &parent, "limit").unwrap(),
+///     codemode_codegen::property_hint(&parent, &parent, "limit").unwrap().to_string(),
 ///     "limit?: number /* @minimum 1 @maximum 1000 */"
 /// );
 /// ```
-pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<String> {
+pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<PropertyHint> {
     let prop = parent.get("properties")?.get(name)?;
     let required = parent
         .get("required")
@@ -506,16 +529,14 @@ pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<String>
         hint: None,
     };
     let (t, doc) = e.ty_and_doc(prop, 0, true);
-    let mut out = format!("{}{}{t}", key(name), if required { ": " } else { "?: " });
-    if !doc.is_empty() {
-        let _ = write!(out, " /* {} */", comment_safe(&doc));
-    }
-    // The types its references name, so the hint stands on its own.
-    for line in aliases.lines() {
-        out.push_str("; ");
-        out.push_str(line.trim_end_matches(';'));
-    }
-    Some(out)
+    Some(PropertyHint {
+        declaration: format!("{}{}{t}", key(name), if required { ": " } else { "?: " }),
+        doc,
+        types: aliases
+            .lines()
+            .map(|l| l.trim_end_matches(';').to_owned())
+            .collect(),
+    })
 }
 
 /// Whether arguments of `schema` may be left out (a call without arguments is a call with

@@ -79,16 +79,19 @@ impl<'js> Host<'js> {
             .collect::<rquickjs::Result<Vec<_>>>()?;
 
         let unknown_state = state.clone();
-        let unknown_tool = Function::new(ctx.clone(), move |name: String| -> String {
-            let st = lock(&unknown_state);
-            let names: Vec<String> = st
-                .calls
-                .tool_names()
-                .iter()
-                .map(|t| t.to_string())
-                .collect();
-            unknown_tool_in_program(&name, &names)
-        })?;
+        let unknown_tool =
+            Function::new(ctx.clone(), move |name: rquickjs::String<'js>| -> String {
+                // A lone surrogate (no tool name has one) is shown replaced.
+                let name = name.to_string().unwrap_or_else(|_| "\u{FFFD}".to_owned());
+                let st = lock(&unknown_state);
+                let names: Vec<String> = st
+                    .calls
+                    .tool_names()
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect();
+                unknown_tool_in_program(&name, &names)
+            })?;
 
         let (search_state, search_bridge) = (state.clone(), bridge.clone());
         let search_tools = Function::new(

@@ -124,11 +124,26 @@ pub(crate) fn property_hint(root: &Value, path: &str) -> Option<String> {
         schema = follow(root, below(root, schema, step, &mut 0)?);
     }
     let parent = declaring(root, schema, name, &mut 0)?;
-    let hint = codemode_codegen::property_hint(root, parent, name)?;
-    if hint.chars().count() <= MAX_HINT {
-        return Some(hint);
+    let mut hint = codemode_codegen::property_hint(root, parent, name)?;
+    let full = hint.to_string();
+    if full.chars().count() <= MAX_HINT {
+        return Some(full);
     }
-    let cut: String = hint.chars().take(MAX_HINT).collect();
+    // Too long: the doc gives way first (so the types it names stay defined), then the
+    // end is cut.
+    let doc_chars = hint.doc.chars().count();
+    let over = full.chars().count() - MAX_HINT;
+    hint.doc = if doc_chars > over + 10 {
+        let kept: String = hint.doc.chars().take(doc_chars - over - 1).collect();
+        format!("{kept}…")
+    } else {
+        String::new()
+    };
+    let text = hint.to_string();
+    if text.chars().count() <= MAX_HINT {
+        return Some(text);
+    }
+    let cut: String = text.chars().take(MAX_HINT).collect();
     // A comment cut open is closed again.
     let close = if cut.rfind("/*") > cut.rfind("*/") {
         " */"
@@ -180,6 +195,21 @@ mod tests {
         );
         assert_eq!(steps("args").unwrap(), vec![]);
         assert!(steps("args[x]").is_none());
+    }
+
+    #[test]
+    fn a_long_doc_gives_way_to_the_types_the_hint_names() {
+        let long = "word ".repeat(80);
+        let root = json!({"type": "object", "properties": {
+            "b": {"$ref": "#/$defs/Big", "description": long}
+        }, "$defs": {"Big": {"type": "object", "properties": {"x": {"type": "number"}}}}});
+        let hint = property_hint(&root, "args.b").unwrap();
+        assert!(hint.chars().count() <= MAX_HINT + 1, "{hint}");
+        assert!(hint.starts_with("b?: ArgBig /* word word"), "{hint}");
+        assert!(
+            hint.ends_with("… */; type ArgBig = { x?: number; }"),
+            "{hint}"
+        );
     }
 
     #[test]

@@ -323,7 +323,7 @@ async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
     let m = message(h.err(r#"await tools.$describe("x".repeat(1e6))"#).await);
     assert_eq!(
         m,
-        "$describe: no tool is named 1000000 characters long: names have at most 128"
+        "$describe: no tool has a name of length 1000000: tool names have at most 128 characters"
     );
     // Reading a huge unknown name from `tools` quotes its start and length only.
     let m = message(h.err(r#"await tools["y".repeat(1e6)]({})"#).await);
@@ -334,7 +334,7 @@ async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
         h.err(r#"await tools.$search("read file ".repeat(1e5))"#)
             .await,
     );
-    assert_eq!(m, "$search: a query has at most 1000 characters");
+    assert_eq!(m, "$search: a query's length is at most 1000");
     for (call, says) in [
         ("tools.$search()", "expected the query as a string of words"),
         (
@@ -372,13 +372,31 @@ async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
             .await,
         json!(matching)
     );
+    // A lone surrogate in a tool's name is an unknown tool, not an engine error.
+    let e = h.err(r#"await tools["read_file\uD800"]({})"#).await;
+    assert_eq!(e["name"], "ToolCallError", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool \"read_file\u{fffd}\""),
+        "{e}"
+    );
+    // A name asked for twice is answered once.
+    let m = message(
+        h.err(r#"await tools.$describe(["nope", "nope", "grpe"])"#)
+            .await,
+    );
+    assert!(m.starts_with("$describe: unknown tool \"nope\". unknown tool \"grpe\"; did you mean \"grep\"? Available tools: "), "{m}");
     // Many unknown names: each named once, the tools listed once.
     let m = message(
         h.err(r#"await tools.$describe(Array.from({length: 400}, (_, i) => "nope" + i))"#)
             .await,
     );
     assert!(
-        m.contains("unknown tool \"nope9\"; 390 more unknown names. Available tools: read_file"),
+        m.contains(
+            "unknown tool \"nope9\". And 390 more unknown names. Available tools: read_file"
+        ),
         "{m}"
     );
     assert!(m.len() < 1_000, "{}", m.len());
@@ -435,6 +453,14 @@ fn check_and_run_agree_on_closed_roots_proto_keys_repeated_keys_and_unions() {
     // `__proto__: x` makes no key; of a repeated key only the last value counts.
     assert_eq!(
         check("await tools.closed({a: 1, __proto__: null})"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check("await tools.point({at: {x: 1, y: 2, __proto__: {}}})"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check("await tools.either({v: {x: 1, __proto__: null}})"),
         Vec::<String>::new()
     );
     assert_eq!(
