@@ -7,6 +7,8 @@
 //   log(level, text)
 //   loadInspect(primordials) -> { formatArgs, inspect } (31_inspect.js)
 //   setTimer(id, milliseconds), clearTimer(id)
+//   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
+//     that may pause; random() -> the next Math.random value of such a run
 //   toolNames: [[name, alias], ...]
 //   maxArrayLength: the longest array the memory limit can hold
 //   isProxy(value) -> whether value is a Proxy (35_guards.js)
@@ -26,5 +28,7 @@ internals.host = P.ObjectFreeze({
   loadInspect: host.loadInspect,
   setTimer: host.setTimer,
   clearTimer: host.clearTimer,
+  clock: host.clock,
+  random: host.random,
   toolNames: host.toolNames,
 });

@@ -58,6 +58,48 @@ internals.fireTimer = function fireTimer(id) {
   ReflectApply(timer.callback, undefined, timer.args);
 };
 
+// The run's clock and random numbers. A run that may pause (src/sandbox/journal.rs) reads
+// both from the host, which records them, so that the run resumed later replays the same
+// readings and numbers: `Date.now()`, `new Date()`, `Date()`, `performance.now()` and
+// `Math.random()`. Any other run reads the engine's own. `startClock(journaled)` says which.
+let journaled = false;
+const nativeDateNow = P.DateNow;
+const nativeRandom = P.MathRandom;
+const NativeDate = P.Date;
+const { MathFloor, ReflectConstruct, DatePrototypeToString, ObjectDefineProperty } = P;
+
+function dateNow() {
+  return journaled ? MathFloor(H.clock()) : nativeDateNow();
+}
+const methods = {
+  now() {
+    return dateNow();
+  },
+  random() {
+    return journaled ? H.random() : nativeRandom();
+  },
+};
+function method(target, name, value) {
+  ObjectDefineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
+}
+method(NativeDate, "now", methods.now);
+method(P.Math, "random", methods.random);
+// `new Date()` and `Date()` read the clock inside the engine: a proxy gives them the run's
+// clock and passes every other use (arguments, subclasses, properties) to Date itself.
+const DateProxy = new P.Proxy(NativeDate, {
+  construct(target, args, newTarget) {
+    if (args.length === 0 && journaled) {
+      return ReflectConstruct(target, [dateNow()], newTarget);
+    }
+    return ReflectConstruct(target, args, newTarget);
+  },
+  apply(target, thisArg, args) {
+    return journaled ? DatePrototypeToString(new NativeDate(dateNow())) : ReflectApply(target, thisArg, args);
+  },
+});
+method(NativeDate.prototype, "constructor", DateProxy);
+method(P.globalThis, "Date", DateProxy);
+
 // `performance`: the engine's own counts from when the engine was built, which for a warm
 // engine is long before its run (and would tell the program how long the host was idle).
 // This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
@@ -68,7 +110,7 @@ let origin = nativeNow();
 const performance = {};
 P.ObjectDefineProperty(performance, "now", {
   value: function now() {
-    return nativeNow() - origin;
+    return (journaled ? H.clock() : nativeNow()) - origin;
   },
   enumerable: true,
   writable: false,
@@ -81,10 +123,11 @@ P.ObjectDefineProperty(P.globalThis, "performance", {
   enumerable: true,
   configurable: true,
 });
-internals.startClock = function startClock() {
-  origin = nativeNow();
+internals.startClock = function startClock(isJournaled) {
+  journaled = isJournaled === true;
+  origin = journaled ? H.clock() : nativeNow();
   P.ObjectDefineProperty(performance, "timeOrigin", {
-    value: P.DateNow(),
+    value: journaled ? origin : nativeDateNow(),
     enumerable: true,
     writable: false,
     configurable: false,

@@ -1,7 +1,7 @@
 //! The `codemode` command line: one file per subcommand under `commands/`.
 //!
 //! Exit status: 0 when the work ended ok, 1 when the program ended in error (the error is
-//! in the output), 2 for a usage or set-up error.
+//! in the output), 2 for a usage or set-up error, 3 when the run paused for approval.
 
 mod commands;
 mod limits;
@@ -28,6 +28,11 @@ enum Command {
         after_help = "Example:\n  codemode run examples/word_stats.ts --root . --tools examples/tools/manifest.json\n  echo 'return (await tools.glob({pattern: \"**/*.rs\"})).total' | codemode run - --timeout 10s\n  codemode run fix.ts --allow write --allow shell --allow net=docs.rs"
     )]
     Run(commands::run::RunCommand),
+    /// Continue a run that paused for approval (`run --ask` without a terminal).
+    #[command(
+        after_help = "Example:\n  codemode run fix.ts --ask --json > paused.json   # exit status 3: paused\n  codemode resume p19a3c5e0b21-6f0c2d9e81b4a7f3 --approve 2"
+    )]
+    Resume(commands::resume::ResumeCommand),
     /// Check a program against the tools without running it: syntax, tool names, argument
     /// objects (`--tsc`: also the TypeScript compiler).
     #[command(
@@ -140,10 +145,11 @@ pub(crate) fn main() -> ExitCode {
     };
     // `run` runs its program on this thread: one with the stack its engine limit needs
     // (`Limits::thread_stack`), whatever the process's own stack is.
-    let Command::Run(run) = &cli.command else {
-        return execute(cli);
+    let stack = match &cli.command {
+        Command::Run(run) => run.thread_stack(),
+        Command::Resume(resume) => resume.thread_stack(),
+        _ => return execute(cli),
     };
-    let stack = run.thread_stack();
     let main = std::thread::Builder::new()
         .name("codemode-run".into())
         .stack_size(stack)
@@ -178,6 +184,7 @@ fn execute(cli: Cli) -> ExitCode {
         let work = async {
             match cli.command {
                 Command::Run(c) => c.execute().await,
+                Command::Resume(c) => c.execute().await,
                 Command::Check(c) => c.execute().await,
                 Command::Types(c) => c.execute().await,
                 Command::Tools(c) => c.execute().await,

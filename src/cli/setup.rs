@@ -38,8 +38,10 @@ pub(crate) struct ToolOptions {
     /// built-in readers, manifest tools that declare it, MCP tools whose server says so.
     #[arg(long)]
     pub(crate) read_only: bool,
-    /// On a terminal, ask (y/n/always) before each write or shell call that --allow does
-    /// not allow, instead of refusing it; without a terminal such calls are refused.
+    /// Ask before each write or shell call that --allow does not allow, instead of
+    /// refusing it: on a terminal, y/n/always there and then; without one, the run pauses
+    /// at the call (exit status 3, `--json` shows its id) and `codemode resume ID
+    /// --approve N` (or `--deny N`) continues it later, with the same tool options.
     #[arg(long)]
     pub(crate) ask: bool,
 }
@@ -187,5 +189,29 @@ impl ToolOptions {
             _handles: handles,
             _servers: servers,
         })
+    }
+}
+
+/// Where paused runs are kept (`run --ask` without a terminal, `resume`, `mcp`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct PauseOptions {
+    /// Folder for paused runs. Default: `$XDG_STATE_HOME/codemode/paused` (else
+    /// `~/.local/state/codemode/paused`).
+    #[arg(long = "paused-dir", value_name = "DIR")]
+    pub(crate) paused_dir: Option<PathBuf>,
+}
+
+impl PauseOptions {
+    /// The file store of paused runs.
+    pub(crate) fn store(
+        &self,
+    ) -> Result<std::sync::Arc<dyn codemode::run_code::PausedRuns>, SetupError> {
+        let dir = self
+            .paused_dir
+            .clone()
+            .unwrap_or_else(codemode::run_code::FilePausedRuns::default_dir);
+        codemode::run_code::FilePausedRuns::new(&dir)
+            .map(|s| std::sync::Arc::new(s) as std::sync::Arc<dyn codemode::run_code::PausedRuns>)
+            .map_err(|e| SetupError(format!("--paused-dir {}: {e}", dir.display())))
     }
 }

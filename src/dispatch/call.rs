@@ -97,6 +97,7 @@ pub(crate) struct ExecInner {
     pub(crate) nested: bool,
     pub(crate) registry: WeakRegistry,
     pub(crate) progress: Option<super::ProgressSink>,
+    pub(crate) ask: super::registry::AskMode,
 }
 
 impl fmt::Debug for Exec {
@@ -132,6 +133,7 @@ impl Exec {
                 nested: request.nested,
                 registry: registry.downgrade(),
                 progress: request.progress,
+                ask: request.ask,
             }),
             signal: request.signal,
         }

@@ -81,6 +81,24 @@ impl Outcome {
         }
     }
 
+    /// The outcome a paused run recorded for a call of `tool`, given again when the run
+    /// resumes (no call was made now: the id is 0, the content its text).
+    pub(crate) fn replayed(
+        tool: Arc<str>,
+        result: Result<Value, ToolError>,
+        elapsed: Duration,
+    ) -> Outcome {
+        Outcome {
+            call_id: CallId(0),
+            tool,
+            content: Vec::new(),
+            result,
+            meta: None,
+            context: Vec::new(),
+            elapsed,
+        }
+    }
+
     /// The call's id.
     pub fn call_id(&self) -> CallId {
         self.call_id

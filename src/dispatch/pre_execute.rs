@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use super::call::Exec;
 use super::execute::panic_message;
 use super::hooks::HookSet;
+use super::registry::AskMode;
 use super::tool::{ErrorKind, ToolError};
 
 /// Stage 2: asks every listener in turn; the first that does not allow decides. A
@@ -36,7 +37,16 @@ pub(crate) async fn decide(hooks: &HookSet, exec: &Exec) -> Result<(), ToolError
 /// The `ask` path: the approver answers, or the call is denied when there is none; the
 /// call's signal still cancels the wait.
 async fn ask(hooks: &HookSet, exec: &Exec, prompt: &str) -> Result<(), ToolError> {
+    if exec.inner.ask == AskMode::Approved {
+        return Ok(());
+    }
     let Some(approver) = &hooks.approver else {
+        if exec.inner.ask == AskMode::Pause {
+            return Err(ToolError::with_kind(
+                ErrorKind::NeedsApproval,
+                prompt.to_owned(),
+            ));
+        }
         return Err(denied(format!(
             "this call needs approval ({prompt}), and no approver is configured, so it was denied"
         )));

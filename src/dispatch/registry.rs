@@ -413,6 +413,13 @@ impl Registry {
         self.inner.hooks.update(|set, _| set.approver = approver);
     }
 
+    /// Whether a nested call could be left waiting for a decision: a `pre_execute`
+    /// listener is installed (it may answer `ask`) and no approver would answer it.
+    pub(crate) fn asks_wait(&self) -> bool {
+        let hooks = self.inner.hooks.snapshot();
+        !hooks.pre.is_empty() && hooks.approver.is_none()
+    }
+
     /// Calls a tool with a fresh cancellation signal and the registry's agent.
     pub fn call(
         &self,
@@ -512,6 +519,21 @@ pub struct Request {
     pub(crate) agent: Option<Agent>,
     pub(crate) nested: bool,
     pub(crate) progress: Option<ProgressSink>,
+    pub(crate) ask: AskMode,
+}
+
+/// What an `ask` decision does when the registry has no approver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum AskMode {
+    /// The call is denied and says why (a direct call, or a run that cannot pause).
+    #[default]
+    Deny,
+    /// The call ends with [`ErrorKind::NeedsApproval`](super::ErrorKind::NeedsApproval):
+    /// its run pauses.
+    Pause,
+    /// A person approved this very call when the run it belongs to was resumed: `ask`
+    /// decisions let it through without asking again (a `deny` still refuses it).
+    Approved,
 }
 
 impl Request {
@@ -525,7 +547,14 @@ impl Request {
             agent: None,
             nested: false,
             progress: None,
+            ask: AskMode::Deny,
         }
+    }
+
+    /// Sets what an `ask` decision does without an approver (the sandbox's calls).
+    pub(crate) fn ask(mut self, ask: AskMode) -> Request {
+        self.ask = ask;
+        self
     }
 
     /// Marks the call as made by the call whose token is `parent`.

@@ -43,9 +43,30 @@ pub enum ErrorKind {
     Panicked,
     /// A runtime limit was reached (calls, bytes, …).
     Limit,
+    /// A policy asked for approval and nobody could answer now: inside a `run_code` run
+    /// that can pause (no approver configured), the run pauses at this call and resumes
+    /// after the decision (see `run_code_resume`). Never the outcome a program sees.
+    NeedsApproval,
 }
 
 impl ErrorKind {
+    /// The kind named `name` by [`ErrorKind::as_str`].
+    pub fn parse(name: &str) -> Option<ErrorKind> {
+        Some(match name {
+            "failed" => ErrorKind::Failed,
+            "unknown_tool" => ErrorKind::UnknownTool,
+            "invalid_arguments" => ErrorKind::InvalidArguments,
+            "invalid_output" => ErrorKind::InvalidOutput,
+            "denied" => ErrorKind::Denied,
+            "cancelled" => ErrorKind::Cancelled,
+            "timeout" => ErrorKind::Timeout,
+            "panicked" => ErrorKind::Panicked,
+            "limit" => ErrorKind::Limit,
+            "needs_approval" => ErrorKind::NeedsApproval,
+            _ => return None,
+        })
+    }
+
     /// A stable lower-case name for logs and host APIs (never shown to model code).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -58,6 +79,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Panicked => "panicked",
             ErrorKind::Limit => "limit",
+            ErrorKind::NeedsApproval => "needs_approval",
         }
     }
 }

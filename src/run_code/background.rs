@@ -7,9 +7,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::spill::SharedSpill;
-use super::{RunCodeConfig, present};
+use super::{ProgramError, RunCodeConfig, present};
 use crate::dispatch::jobs::{JobEnd, JobSpec, JobStatus, OutputBuffer, Producer, Waited};
 use crate::dispatch::{Arguments, Exec, ToolError};
+use crate::sandbox::journal::Recorder;
 use crate::sandbox::{self, LogSink, RunRequest};
 
 /// The `run_code` call: see [`run_code_tool`](super::run_code_tool).
@@ -35,13 +36,13 @@ pub(super) async fn execute(
         .map(Duration::from_millis);
     let code = args.str("code").unwrap_or_default().to_owned();
 
+    let timeout_ms = asked.map(|t| t.as_millis() as u64);
     if !background && yield_after.is_none() {
         let mut run = Run::new(&config, &registry, &exec, code);
         if let Some(t) = asked {
             run.request.limits.timeout = t.min(config.max_timeout);
         }
-        let report = sandbox::run(run.request, config.engine_pool.as_ref()).await;
-        return Ok(present(report, run.spill, &config));
+        return run.finish(&config, &registry, timeout_ms).await;
     }
 
     // A run that may outlive the call: a job from the start, with the longer timeout.
@@ -76,8 +77,13 @@ pub(super) async fn execute(
             run.request.log_tap = Some(buffer.clone());
             let signal = context.signal.clone();
             let done = async move {
-                let report = sandbox::run(run.request, job_config.engine_pool.as_ref()).await;
-                JobEnd::Finished(present(report, run.spill, &job_config))
+                match run
+                    .finish(&job_config, &job_registry, Some(timeout.as_millis() as u64))
+                    .await
+                {
+                    Ok(value) => JobEnd::Finished(value),
+                    Err(e) => JobEnd::Failed(e.message().to_owned()),
+                }
             };
             Producer {
                 cancel: Box::new(move || signal.cancel()),
@@ -157,13 +163,50 @@ fn outcome_of(status: JobStatus) -> Result<Value, ToolError> {
 }
 
 /// A run's request and its spill.
-struct Run {
-    request: RunRequest,
+pub(super) struct Run {
+    pub(super) request: RunRequest,
     spill: Option<SharedSpill>,
 }
 
 impl Run {
-    fn new(config: &RunCodeConfig, registry: &crate::Registry, exec: &Exec, code: String) -> Run {
+    /// Runs the program, and keeps the run when it paused; its canonical value.
+    ///
+    /// # Errors
+    /// A resumed program that diverged from its journal.
+    pub(super) async fn finish(
+        self,
+        config: &RunCodeConfig,
+        registry: &crate::Registry,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, ToolError> {
+        let code = self.request.source.clone();
+        let mut report = sandbox::run(self.request, config.engine_pool.as_ref()).await;
+        if let Some(divergence) = report.diverged.take() {
+            return Err(ToolError::new(format!(
+                "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: {divergence}"
+            )));
+        }
+        let pause = match report.paused.take() {
+            None => None,
+            Some(paused) => match super::resume::keep(paused, config, registry, code, timeout_ms) {
+                Ok(info) => Some(info),
+                Err(e) => {
+                    report.result = Err(ProgramError::internal(format!(
+                        "the run paused for approval but could not be kept, so the calls that waited never ran: {e}"
+                    )));
+                    None
+                }
+            },
+        };
+        Ok(present(report, self.spill, config, pause))
+    }
+
+    pub(super) fn new(
+        config: &RunCodeConfig,
+        registry: &crate::Registry,
+        exec: &Exec,
+        code: String,
+    ) -> Run {
         let tools = registry
             .sandbox_tools()
             .into_iter()
@@ -182,6 +225,9 @@ impl Run {
                 signal: exec.signal().clone(),
                 log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
                 log_tap: None,
+                // Recorded only when a call could wait for a decision nobody gives now.
+                journal: (config.paused_runs.is_some() && registry.asks_wait())
+                    .then(|| Recorder::new(config.max_journal_bytes)),
             },
             spill,
         }

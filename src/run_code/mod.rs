@@ -23,14 +23,22 @@
 mod background;
 mod cap;
 mod output;
+mod paused;
+mod resume;
 mod spill;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use self::output::{CallEntry, RunCodeOutput, RunStatus, SpillInfo};
+pub use self::output::{CallEntry, PauseInfo, RunCodeOutput, RunStatus, SHOWN_APPROVAL, SpillInfo};
+pub use self::paused::{
+    DEFAULT_MAX_PAUSED_BYTES, DEFAULT_MAX_PAUSED_RUNS, DEFAULT_PAUSED_TTL, FilePausedRuns,
+    MemoryPausedRuns, PausedRun, PausedRuns, PendingApproval, ToolPrint,
+};
+pub use self::resume::{RUN_CODE_RESUME, resume, run_code_resume_tool};
 use self::spill::SharedSpill;
 pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, Visibility};
@@ -87,6 +95,18 @@ pub struct RunCodeConfig {
     /// [`crate::discovery`]). Default [`crate::discovery::DEFAULT_TOOL_BUDGET`] (2 000);
     /// `usize::MAX` always declares every tool, 0 always shows the index.
     pub tool_budget: usize,
+    /// Where runs that pause for approval are kept until `run_code_resume` continues them
+    /// (see [`PausedRuns`]); `None`: a call that needs approval is denied instead, as a
+    /// direct call without an approver is. Default: a [`MemoryPausedRuns`] shared by the
+    /// clones of this config (give [`run_code_resume_tool`] a clone of the config that
+    /// `run_code_tool` has).
+    pub paused_runs: Option<Arc<dyn PausedRuns>>,
+    /// How long a paused run can be resumed. Default [`DEFAULT_PAUSED_TTL`] (24 hours).
+    pub paused_ttl: Duration,
+    /// Most bytes of tool arguments and results (as JSON), and clock readings (8 bytes
+    /// each), a run records so that it can pause. Past it the run stops recording, and a
+    /// call that needs approval later is denied and says why. Default 16 MiB.
+    pub max_journal_bytes: usize,
 }
 
 impl Default for RunCodeConfig {
@@ -101,14 +121,38 @@ impl Default for RunCodeConfig {
             background_timeout: Duration::from_millis(600_000),
             yield_after: None,
             tool_budget: crate::discovery::DEFAULT_TOOL_BUDGET,
+            paused_runs: Some(Arc::new(MemoryPausedRuns::default())),
+            paused_ttl: DEFAULT_PAUSED_TTL,
+            max_journal_bytes: DEFAULT_MAX_JOURNAL_BYTES,
         }
     }
 }
+
+/// [`RunCodeConfig::max_journal_bytes`]' default: 16 MiB.
+pub const DEFAULT_MAX_JOURNAL_BYTES: usize = 16 << 20;
 
 impl RunCodeConfig {
     /// Sets [`RunCodeConfig::tool_budget`], in `o200k_base` tokens.
     pub fn tool_budget(mut self, tokens: usize) -> Self {
         self.tool_budget = tokens;
+        self
+    }
+
+    /// Sets where paused runs are kept (`None`: calls that need approval are denied).
+    pub fn paused_runs(mut self, store: Option<Arc<dyn PausedRuns>>) -> Self {
+        self.paused_runs = store;
+        self
+    }
+
+    /// Sets [`RunCodeConfig::paused_ttl`].
+    pub fn paused_ttl(mut self, ttl: Duration) -> Self {
+        self.paused_ttl = ttl;
+        self
+    }
+
+    /// Sets [`RunCodeConfig::max_journal_bytes`].
+    pub fn max_journal_bytes(mut self, bytes: usize) -> Self {
+        self.max_journal_bytes = bytes;
         self
     }
 
@@ -186,7 +230,7 @@ pub fn run_code_output_schema() -> ValueSchema {
         (
             "status",
             Node::string()
-                .string_enum(["ok", "error", "cancelled"])
+                .string_enum(["ok", "error", "cancelled", "paused"])
                 .required(),
         ),
         ("ms", Node::integer().minimum(0).required()),
@@ -231,7 +275,9 @@ pub fn run_code_output_schema() -> ValueSchema {
         Node::object([
             (
                 "status",
-                Node::string().string_enum(["ok", "error"]).required(),
+                Node::string()
+                    .string_enum(["ok", "error", "paused"])
+                    .required(),
             ),
             (
                 "result",
@@ -239,6 +285,7 @@ pub fn run_code_output_schema() -> ValueSchema {
             ),
             ("logs", Node::array(log).required()),
             ("error", error),
+            ("paused", paused_schema()),
             ("calls", Node::array(call).required()),
             ("spill", spill),
         ])
@@ -267,6 +314,48 @@ pub fn run_code_output_schema() -> ValueSchema {
         .additional_properties(false)
         .describe("The handle of a run started with run_in_background."),
     ]))
+}
+
+/// `paused` of the canonical value: the run's id and the calls that wait for a decision.
+fn paused_schema() -> Node {
+    let approval = Node::object([
+        (
+            "call",
+            Node::integer()
+                .minimum(1)
+                .required()
+                .describe("The call's number in the run (1 for the first); decisions name it."),
+        ),
+        ("tool", Node::string().required()),
+        (
+            "arguments",
+            Node::any()
+                .required()
+                .describe("The arguments it would run with."),
+        ),
+        (
+            "prompt",
+            Node::string().required().describe("What the policy asked."),
+        ),
+        (
+            "card",
+            Node::any()
+                .required()
+                .describe("What the call would do, as a UI shows it."),
+        ),
+    ])
+    .additional_properties(false);
+    Node::object([
+        (
+            "id",
+            Node::string()
+                .required()
+                .describe("The id run_code_resume takes."),
+        ),
+        ("approvals", Node::array(approval).required()),
+    ])
+    .additional_properties(false)
+    .describe("Present when status is paused: the calls that wait for a decision.")
 }
 
 /// Builds the `run_code` tool. Register it in the registry whose tools programs should
@@ -432,7 +521,12 @@ fn share(logs: usize, outcome: usize, budget: usize) -> (usize, usize) {
 /// model-facing text, with the full output spilled when anything was cut: the text is cut
 /// (head, marker, tail; a JSON result shrunk structurally so it still parses) until
 /// [`render_text`] of the value fits.
-fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig) -> Value {
+fn present(
+    report: RunReport,
+    spill: Option<SharedSpill>,
+    config: &RunCodeConfig,
+    pause: Option<PauseInfo>,
+) -> Value {
     let cap = config.output_cap;
     let kept = report.logs;
     let view = cap::LogView {
@@ -449,7 +543,9 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
     if kept.dropped_entries == 0 && logs_chars + result_chars <= cap {
         let mut logs = kept.head;
         logs.extend(kept.tail);
-        return RunCodeOutput::new(outcome, logs, calls).into_value();
+        let mut out = RunCodeOutput::new(outcome, logs, calls);
+        out.set_paused(pause);
+        return out.into_value();
     }
 
     let spilled = match &spill {
@@ -480,6 +576,7 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
     let mut budget = cap.saturating_sub(notice.chars().count() + 1);
     let mut shown = RunCodeOutput::new(Ok(None), Vec::new(), calls);
     shown.spill = Some(spill_info);
+    let paused = pause.is_some();
     loop {
         let (logs_budget, outcome_budget) = share(logs_chars, result_chars, budget);
         shown.logs = match cap::cut_logs(&view, logs_budget) {
@@ -487,6 +584,9 @@ fn present(report: RunReport, spill: Option<SharedSpill>, config: &RunCodeConfig
             None => kept.head.iter().chain(&kept.tail).cloned().collect(),
         };
         shown.set_outcome(cap_outcome(&outcome, outcome_budget));
+        if paused {
+            shown.set_paused(pause.clone());
+        }
         let chars = shown.render_text().chars().count();
         if chars <= cap || budget == 0 {
             // The full result can be large: freeing it is not the caller's wait.
@@ -513,8 +613,10 @@ pub(crate) fn present_lines(lines: Vec<String>, result: Value, config: &RunCodeC
         result: Ok(Some(result)),
         logs: capture.finish(),
         calls: Vec::new(),
+        paused: None,
+        diverged: None,
     };
-    present(report, spill, config)
+    present(report, spill, config, None)
 }
 
 /// The model-facing text of a run: its console lines (`[level] ` before those that are not

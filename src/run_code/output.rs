@@ -2,8 +2,9 @@
 //! JSON it returns, and read back by the text renderer.
 //!
 //! ```json
-//! {"status": "ok" | "error", "result"?: <JSON>, "logs": [{"level", "text"}],
+//! {"status": "ok" | "error" | "paused", "result"?: <JSON>, "logs": [{"level", "text"}],
 //!  "error"?: {"name", "message", "line"?, "column"?},
+//!  "paused"?: {"id", "approvals": [{"call", "tool", "arguments", "prompt", "card"}]},
 //!  "calls": [{"tool", "status", "ms", "count"?}],
 //!  "spill"?: {"path", "bytes", "read_file_path"?, "id"?, "read_tool"?} | {"error"}}
 //! ```
@@ -27,6 +28,9 @@ pub enum RunStatus {
     Ok,
     /// The program failed, or could not run.
     Error,
+    /// The run paused: calls wait for a decision (`paused` lists them); continue it with
+    /// `run_code_resume`.
+    Paused,
 }
 
 /// The canonical value of a run (see [`run_code_output_schema`](super::run_code_output_schema)).
@@ -52,6 +56,9 @@ pub struct RunCodeOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub error: Option<ProgramError>,
+    /// The calls the run paused at, when `status` is `paused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<PauseInfo>,
     /// The tool calls the program made.
     #[serde(default)]
     pub calls: Vec<CallEntry>,
@@ -75,6 +82,20 @@ pub struct CallEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
 }
+
+/// A paused run: `{"id", "approvals": [{"call", "tool", "arguments", "prompt", "card"}]}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PauseInfo {
+    /// The id `run_code_resume` takes.
+    pub id: String,
+    /// The calls that wait for a decision (arguments and cards cut to
+    /// [`SHOWN_APPROVAL`] characters of JSON each; the paused run keeps them whole).
+    pub approvals: Vec<super::PendingApproval>,
+}
+
+/// Most characters of JSON an approval's arguments, or its card, take in the value.
+pub const SHOWN_APPROVAL: usize = 2_000;
 
 /// Where the full output of a cut run went.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +138,7 @@ impl RunCodeOutput {
             result: None,
             logs,
             error: None,
+            paused: None,
             calls,
             spill: None,
         };
@@ -130,6 +152,15 @@ impl RunCodeOutput {
             Ok(value) => (RunStatus::Ok, value, None),
             Err(e) => (RunStatus::Error, None, Some(e)),
         };
+    }
+
+    /// Marks the run paused at the calls `pause` lists (`None`: it did not pause).
+    pub(crate) fn set_paused(&mut self, pause: Option<PauseInfo>) {
+        if pause.is_some() {
+            self.status = RunStatus::Paused;
+            self.result = None;
+        }
+        self.paused = pause;
     }
 
     /// The JSON value `run_code` returns, keys in the order above.
@@ -162,13 +193,41 @@ impl RunCodeOutput {
             out.push('\n');
         }
         // Writing into a `String` cannot fail.
+        if let Some(paused) = &self.paused {
+            let _ = write!(
+                out,
+                "paused: {} call(s) wait for approval:",
+                paused.approvals.len()
+            );
+            for a in &paused.approvals {
+                let args = super::cap::shrink_json(&a.arguments, 300)
+                    .unwrap_or_else(|| a.arguments.clone());
+                let _ = write!(out, "\n  call {}: {} {args}: {}", a.call, a.tool, a.prompt);
+            }
+            let decisions: Vec<String> = paused
+                .approvals
+                .iter()
+                .map(|a| format!("{{\"call\": {}, \"approve\": true}}", a.call))
+                .collect();
+            let _ = write!(
+                out,
+                "\nresume with run_code_resume {{\"id\": {}, \"decisions\": [{}]}} (\"approve\": false denies a call)",
+                Value::String(paused.id.clone()),
+                decisions.join(", ")
+            );
+            if let Some(spill) = &self.spill {
+                out.push('\n');
+                out.push_str(&spill.notice());
+            }
+            return out;
+        }
         let _ = match (self.status, &self.result, &self.error) {
             (RunStatus::Error, _, Some(e)) => write!(out, "error: {e}"),
             (RunStatus::Error, _, None) => {
                 write!(out, "error: {}", ProgramError::thrown("Error", ""))
             }
-            (RunStatus::Ok, Some(v), _) => write!(out, "result: {v}"),
-            (RunStatus::Ok, None, _) => write!(out, "result: undefined"),
+            (RunStatus::Ok | RunStatus::Paused, Some(v), _) => write!(out, "result: {v}"),
+            (RunStatus::Ok | RunStatus::Paused, None, _) => write!(out, "result: undefined"),
         };
         if let Some(spill) = &self.spill {
             out.push('\n');
@@ -265,7 +324,7 @@ fn program_error<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ProgramError>
     }))
 }
 
-/// A call's `status`: `ok`, `error` or `cancelled`.
+/// A call's `status`: `ok`, `error`, `cancelled` or `paused`.
 fn call_status<'de, D: Deserializer<'de>>(d: D) -> Result<CallStatus, D::Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "lowercase")]
@@ -273,11 +332,13 @@ fn call_status<'de, D: Deserializer<'de>>(d: D) -> Result<CallStatus, D::Error> 
         Ok,
         Error,
         Cancelled,
+        Paused,
     }
     Ok(match Status::deserialize(d)? {
         Status::Ok => CallStatus::Ok,
         Status::Error => CallStatus::Error,
         Status::Cancelled => CallStatus::Cancelled,
+        Status::Paused => CallStatus::Paused,
     })
 }
 

@@ -25,8 +25,11 @@ use super::calls::{CallId, Opened, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, json_to_js};
 use super::flags::RunFlags;
 use super::host::Internals;
+use super::journal::Replayed;
+use super::report::CallStatus;
+use super::shared::HostState;
 use super::shared::{Shared, lock};
-use crate::dispatch::Outcome;
+use crate::dispatch::{ErrorKind, Outcome, ToolError};
 use crate::value::{FxBuild, PathSeg, json_size};
 
 /// What the tool functions need from the prelude: set once the prelude has run, and
@@ -233,7 +236,16 @@ fn host_call<'js>(
         Err(ConvertError::Invalid(message)) => {
             // A call like any other in `calls` and against `max_tool_calls`, as one whose
             // arguments break the tool's schema is.
-            lock(state).calls.refuse(tool);
+            let mut guard = lock(state);
+            let st = &mut *guard;
+            let id = st.calls.next_id();
+            if let Some(journal) = st.journal.as_mut()
+                && let Err(divergence) = journal.refused(id, name)
+            {
+                flags.diverge();
+                return Ok(Started::Failed(divergence));
+            }
+            st.calls.refuse(tool);
             return Ok(Started::Failed(format!(
                 "invalid arguments for {name}: {message}"
             )));
@@ -245,10 +257,36 @@ fn host_call<'js>(
     };
     drop(conv);
     let (id, mut call, woken, max_output) = {
-        let mut st = lock(state);
+        let mut guard = lock(state);
+        let st = &mut *guard;
         // Again: a getter or `toJSON` may have started calls while the arguments converted.
         if st.calls.made() >= max_calls {
             return Ok(Started::Failed(limit_message(max_calls)));
+        }
+        if let Some(journal) = st.journal.as_mut() {
+            let id = st.calls.next_id();
+            match journal.call(id, name, &json) {
+                Ok(Replayed::Live) => {}
+                Ok(Replayed::Later) => {
+                    st.calls.open_replayed(tool);
+                    return Ok(Started::Pending(id));
+                }
+                Ok(Replayed::Immediate(outcome)) => {
+                    st.calls.open_replayed(tool);
+                    st.calls
+                        .finish(id, status_of(&outcome), Some(outcome.elapsed()));
+                    let max_output = st.limits.max_tool_output_bytes;
+                    drop(guard);
+                    return Ok(match settle_value(ctx, prims, &outcome, max_output)? {
+                        Ok(value) => Started::Done(value),
+                        Err(message) => Started::Failed(message),
+                    });
+                }
+                Err(divergence) => {
+                    flags.diverge();
+                    return Ok(Started::Failed(divergence));
+                }
+            }
         }
         match st.calls.open(tool, name, json) {
             Opened::Queued(id) => return Ok(Started::Pending(id)),
@@ -259,23 +297,62 @@ fn host_call<'js>(
     };
     // Poll once now: a tool that is ready at once answers without a trip through the loop.
     let wake = woken.waker(id);
-    if let Poll::Ready(outcome) = call
+    if let Poll::Ready(mut outcome) = call
         .as_mut()
         .poll(&mut TaskContext::from_waker(wake.waker()))
     {
         {
             let mut st = lock(state);
             st.calls.landed();
+            if awaits_approval(&mut st, id, &mut outcome) {
+                // Never settled in this run: it pauses when the program next waits.
+                return Ok(Started::Pending(id));
+            }
             st.calls
                 .finish(id, status_of(&outcome), Some(outcome.elapsed()));
         }
-        return Ok(match settle_value(ctx, prims, &outcome, max_output)? {
+        let settled = match settle_value(ctx, prims, &outcome, max_output)? {
             Ok(value) => Started::Done(value),
             Err(message) => Started::Failed(message),
-        });
+        };
+        if let Some(journal) = lock(state).journal.as_mut() {
+            journal.finished(id, outcome, true, true);
+        }
+        return Ok(settled);
     }
     lock(state).calls.pending(id, call, wake);
     Ok(Started::Pending(id))
+}
+
+/// Whether call `id`, which ended with `outcome`, waits for approval: a policy asked and
+/// the run may pause, so it pauses at it (recorded as `paused`). When the run can no longer
+/// pause (its journal passed its size bound), the call is denied instead and says why.
+pub(super) fn awaits_approval(st: &mut HostState, id: CallId, outcome: &mut Outcome) -> bool {
+    if outcome.error_kind() != Some(ErrorKind::NeedsApproval) {
+        return false;
+    }
+    let prompt = outcome
+        .error_info()
+        .map(|e| e.message().to_owned())
+        .unwrap_or_default();
+    match st.journal.as_mut() {
+        Some(journal) if journal.can_pause() => {
+            journal.awaits(id, prompt);
+            st.calls
+                .finish(id, CallStatus::Paused, Some(outcome.elapsed()));
+            true
+        }
+        journal => {
+            let why = journal
+                .and_then(|j| j.off().map(str::to_owned))
+                .unwrap_or_else(|| "the run cannot pause".to_owned());
+            outcome.result = Err(ToolError::with_kind(
+                ErrorKind::Denied,
+                format!("this call needs approval ({prompt}), and {why}, so it was denied"),
+            ));
+            false
+        }
+    }
 }
 
 /// The JS value a finished call settles with: `Ok(value)`, or `Err(message)` for a

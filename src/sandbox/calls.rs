@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::inflight::CallWake;
 use super::report::{CallRecord, CallStatus};
+use crate::dispatch::registry::AskMode;
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, Request};
 
 /// A call's number in its run: 1 for the first call the program made.
@@ -45,9 +46,10 @@ pub(super) struct Dispatch {
 }
 
 impl Dispatch {
-    fn start(&self, name: Arc<str>, args: serde_json::Value) -> CallFuture {
+    fn start(&self, name: Arc<str>, args: serde_json::Value, ask: AskMode) -> CallFuture {
         let mut request = Request::new(name, args, self.signal.clone())
             .nested(true)
+            .ask(ask)
             .agent(self.agent.clone());
         if let Some(parent) = self.parent {
             request = request.parent(parent);
@@ -62,7 +64,13 @@ impl Dispatch {
 /// Where one call is.
 enum CallState {
     /// Waiting for room under `max_in_flight`, its arguments converted.
-    Queued { args: serde_json::Value },
+    Queued {
+        args: serde_json::Value,
+        ask: AskMode,
+    },
+    /// Made while the run replays its journal: a later turn (or the end of the replay)
+    /// settles it; nothing was dispatched.
+    Replayed,
     /// Started by a tool function, which has not polled it yet.
     Starting,
     /// In flight since `since`.
@@ -98,6 +106,10 @@ pub(super) struct Calls {
     /// Calls a tool function started that did not finish on their first poll, with the
     /// waker of that poll, for the loop to poll.
     started: Vec<(CallId, CallFuture, CallWake)>,
+    /// Outcomes a resumed run recorded, for the loop to deliver as calls that are done.
+    ready: Vec<(CallId, CallFuture)>,
+    /// What an `ask` decision does for the calls that start from now on.
+    pub(super) ask: AskMode,
     /// The name of each tool the program sees, by index.
     tools: Vec<Arc<str>>,
     dispatch: Dispatch,
@@ -111,6 +123,8 @@ impl Calls {
             in_flight: 0,
             max_in_flight,
             started: Vec::new(),
+            ready: Vec::new(),
+            ask: AskMode::Deny,
             tools,
             dispatch,
         }
@@ -165,7 +179,10 @@ impl Calls {
         if self.in_flight >= self.max_in_flight {
             self.calls.push(Call {
                 tool,
-                state: CallState::Queued { args },
+                state: CallState::Queued {
+                    args,
+                    ask: self.ask,
+                },
             });
             self.queue.push_back(id);
             return Opened::Queued(id);
@@ -175,7 +192,61 @@ impl Calls {
             tool,
             state: CallState::Starting,
         });
-        Opened::Started(id, self.dispatch.start(name.clone(), args))
+        Opened::Started(id, self.dispatch.start(name.clone(), args, self.ask))
+    }
+
+    /// The id the next call will have.
+    pub(super) fn next_id(&self) -> CallId {
+        self.calls.len() as CallId + 1
+    }
+
+    /// A call made while the run replays its journal: numbered, never dispatched.
+    pub(super) fn open_replayed(&mut self, tool: usize) -> CallId {
+        self.calls.push(Call {
+            tool,
+            state: CallState::Replayed,
+        });
+        self.calls.len() as CallId
+    }
+
+    /// The replay is over: call `id`, made while replaying, is delivered `outcome` (as a
+    /// call that is done) or dispatched now with `args` (`approved`: a person approved it).
+    pub(super) fn go_live(&mut self, id: CallId, live: super::journal::GoLive) {
+        let ask = self.ask;
+        let Some(call) = self.slot(id) else {
+            return;
+        };
+        match live {
+            super::journal::GoLive::Deliver(outcome) => {
+                call.state = CallState::Running {
+                    since: Instant::now(),
+                };
+                self.in_flight += 1;
+                self.ready
+                    .push((id, Box::pin(futures::future::ready(outcome))));
+            }
+            super::journal::GoLive::Dispatch {
+                arguments,
+                approved,
+            } => {
+                call.state = CallState::Queued {
+                    args: arguments,
+                    ask: if approved { AskMode::Approved } else { ask },
+                };
+                self.queue.push_back(id);
+            }
+        }
+    }
+
+    /// Hands the loop the calls tool functions started, and no queued call: the run is
+    /// pausing, and nothing starts after the program's last turn.
+    pub(super) fn take_started(
+        &mut self,
+        mut poll: impl FnMut(CallId, CallFuture, Option<CallWake>),
+    ) {
+        for (id, call, wake) in self.started.drain(..) {
+            poll(id, call, Some(wake));
+        }
     }
 
     /// The call `id` did not finish on its first poll (made with `wake`): it runs from
@@ -217,6 +288,9 @@ impl Calls {
         for (id, call, wake) in self.started.drain(..) {
             poll(id, call, Some(wake));
         }
+        for (id, call) in self.ready.drain(..) {
+            poll(id, call, None);
+        }
         while self.in_flight < self.max_in_flight {
             let Some(id) = self.queue.pop_front() else {
                 break;
@@ -224,7 +298,7 @@ impl Calls {
             let Some(call) = self.calls.get_mut((id - 1) as usize) else {
                 continue;
             };
-            let CallState::Queued { args } = std::mem::replace(
+            let CallState::Queued { args, ask } = std::mem::replace(
                 &mut call.state,
                 CallState::Running {
                     since: Instant::now(),
@@ -234,7 +308,7 @@ impl Calls {
             };
             self.in_flight += 1;
             let name = self.tools[call.tool].clone();
-            poll(id, self.dispatch.start(name, args), None);
+            poll(id, self.dispatch.start(name, args, ask), None);
         }
     }
 
@@ -244,19 +318,26 @@ impl Calls {
         for (id, call, wake) in self.started.drain(..) {
             poll(id, call, Some(wake));
         }
+        for (id, call) in self.ready.drain(..) {
+            poll(id, call, None);
+        }
         self.queue.clear();
     }
 
-    /// Records every call still running as cancelled, timed from its start.
-    pub(super) fn cancel_running(&mut self) {
-        for call in &mut self.calls {
+    /// Records every call still running as cancelled, timed from its start: their ids and
+    /// tools.
+    pub(super) fn cancel_running(&mut self) -> Vec<(CallId, Arc<str>)> {
+        let mut cancelled = Vec::new();
+        for (i, call) in self.calls.iter_mut().enumerate() {
             if let CallState::Running { since } = call.state {
                 call.state = CallState::Done {
                     status: CallStatus::Cancelled,
                     ms: since.elapsed().as_millis() as u64,
                 };
+                cancelled.push((i as CallId + 1, self.tools[call.tool].clone()));
             }
         }
+        cancelled
     }
 
     /// The record of every call that reached a tool, in the order the program made them.

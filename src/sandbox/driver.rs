@@ -31,7 +31,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Array, AsyncRuntime, Ctx, Function, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::bridge::{Bridge, BridgeSlot, ReleaseBridge, settle_value};
+use super::bridge::{Bridge, BridgeSlot, ReleaseBridge, awaits_approval, settle_value};
 use super::calls::{CallId, Calls, Dispatch, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown};
 use super::engine::{self, Engine};
@@ -39,13 +39,15 @@ use super::errors::{self, PROGRAM_FILE};
 use super::flags::{RunFlags, StopReason};
 use super::host::{Host, Internals};
 use super::inflight::{InFlight, Woken};
+use super::journal::{Journal, Recorder, Turn};
 use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::pool::EnginePool;
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::timers::{self, Timers};
 use super::{Limits, prelude, reaper, watchdog};
-use crate::dispatch::{Agent, CallToken, Outcome, ProgressSink, Registry};
+use crate::dispatch::registry::AskMode;
+use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, ToolError};
 use crate::program::{self, AwaitSite, Program};
 use crate::value::PathSeg;
 
@@ -65,6 +67,8 @@ pub(crate) struct RunRequest {
     pub(crate) log_sink: Option<Box<dyn LogSink>>,
     /// Where every console line also goes as it is written (a background run's output).
     pub(crate) log_tap: Option<Arc<crate::dispatch::jobs::OutputBuffer>>,
+    /// The journal of a run that may pause (a new one, or one to replay first).
+    pub(crate) journal: Option<Recorder>,
 }
 
 /// What a run produced, before the output cap.
@@ -74,6 +78,29 @@ pub(crate) struct RunReport {
     pub(crate) result: Result<Option<serde_json::Value>, ProgramError>,
     pub(crate) logs: CapturedLogs,
     pub(crate) calls: Vec<CallRecord>,
+    /// The run paused: calls wait for approval (`result` is then `Ok(None)`).
+    pub(crate) paused: Option<Paused>,
+    /// The resumed program did something else than its journal holds: the first
+    /// difference (nothing was executed).
+    pub(crate) diverged: Option<String>,
+}
+
+/// What a paused run leaves: its journal and the calls that wait for approval.
+#[derive(Debug)]
+pub(crate) struct Paused {
+    pub(crate) journal: Journal,
+    pub(crate) awaiting: Vec<Awaiting>,
+}
+
+/// A call that waits for approval.
+#[derive(Debug)]
+pub(crate) struct Awaiting {
+    /// Its number in the run (1 for the program's first call).
+    pub(crate) call: u64,
+    pub(crate) tool: String,
+    pub(crate) arguments: serde_json::Value,
+    /// What the policy asked.
+    pub(crate) prompt: String,
 }
 
 /// Runs a program to its end, on a warm engine from `pool` when it has one for this run's
@@ -85,6 +112,8 @@ pub(crate) async fn run(mut request: RunRequest, pool: Option<&EnginePool>) -> R
         result: Err(e),
         logs: CapturedLogs::default(),
         calls: Vec::new(),
+        paused: None,
+        diverged: None,
     };
     if request.source.len() > request.limits.max_source_bytes {
         return fail(ProgramError::limit(format!(
@@ -246,7 +275,16 @@ impl Parked {
             request.log_sink.take(),
             woken.clone(),
         );
-        lock(&self.state).logs.tap = request.log_tap.take();
+        {
+            let mut st = lock(&self.state);
+            st.logs.tap = request.log_tap.take();
+            if let Some(journal) = request.journal.take() {
+                if journal.can_pause() {
+                    st.calls.ask = AskMode::Pause;
+                }
+                st.journal = Some(journal);
+            }
+        }
         let limits = request.limits.clone();
         let handed = self.start.take().is_some_and(|start| {
             start
@@ -281,12 +319,45 @@ impl Parked {
         }
         let mut st = lock(&self.state);
         let logs = std::mem::take(&mut st.logs);
-        let calls = st.calls.records();
+        let mut calls = st.calls.records();
+        let journal = st.journal.take();
         drop(st);
+        let diverged = journal
+            .as_ref()
+            .and_then(|j| j.divergence().map(str::to_owned));
+        let paused = match journal {
+            Some(journal) if diverged.is_none() && journal.paused() => {
+                let (journal, awaiting) = journal.into_paused();
+                Some(Paused {
+                    journal,
+                    awaiting: awaiting
+                        .into_iter()
+                        .map(|(call, tool, prompt, arguments)| Awaiting {
+                            call,
+                            tool,
+                            arguments,
+                            prompt,
+                        })
+                        .collect(),
+                })
+            }
+            _ => {
+                // The program ended without waiting for the calls that wait for approval:
+                // they never ran.
+                for call in &mut calls {
+                    if call.status == CallStatus::Paused {
+                        call.status = CallStatus::Cancelled;
+                    }
+                }
+                None
+            }
+        };
         RunReport {
             result,
             logs: logs.finish(),
             calls,
+            paused,
+            diverged,
         }
     }
 }
@@ -328,6 +399,7 @@ fn host_state(
         limits: limits.clone(),
         woken,
         catalog: None,
+        journal: None,
     }
 }
 
@@ -452,9 +524,10 @@ impl Driver<'_> {
         if let Some(stopped) = self.stopped() {
             return Err(stopped);
         }
+        let journaled = lock(self.state).journal.is_some();
         js.internals
             .start_clock
-            .call::<_, ()>(())
+            .call::<_, ()>((journaled,))
             .map_err(engine_error)?;
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
@@ -523,6 +596,12 @@ impl Driver<'_> {
             if let Some(e) = self.stopped() {
                 return Err(e);
             }
+            if !matches!(promise.state(), PromiseState::Pending) && self.replaying() {
+                return Err(self.diverged(
+                    "the program ended before it reached the point where the recorded run paused"
+                        .to_owned(),
+                ));
+            }
             match promise.state() {
                 PromiseState::Resolved => {
                     let value: Value<'js> = match promise.result::<Value<'js>>() {
@@ -540,6 +619,18 @@ impl Driver<'_> {
                 }
                 PromiseState::Pending => {}
             }
+            if self.replaying() {
+                if self.replay_turn(ctx, js)? {
+                    continue;
+                }
+            } else if lock(self.state)
+                .journal
+                .as_ref()
+                .is_some_and(Recorder::pausing)
+            {
+                self.pause(&mut cancelled, &mut deadline).await;
+                return Ok(None);
+            }
             self.take_ready();
             let (next_timer, queued) = {
                 let st = lock(self.state);
@@ -556,10 +647,14 @@ impl Driver<'_> {
                 }
                 done = std::future::poll_fn(|cx| self.inflight.poll_next(cx)), if !self.inflight.is_empty() => {
                     if let Some((id, outcome)) = done {
-                        self.deliver(ctx, js, id, outcome)?;
+                        let mut turn = Vec::new();
+                        self.deliver(ctx, js, id, outcome, Some(&mut turn))?;
                         // Deliver every other call that is already done, before running JS.
                         while let Some((id, outcome)) = self.inflight.next_done() {
-                            self.deliver(ctx, js, id, outcome)?;
+                            self.deliver(ctx, js, id, outcome, Some(&mut turn))?;
+                        }
+                        if let Some(journal) = lock(self.state).journal.as_mut() {
+                            journal.delivered(turn);
                         }
                     }
                 }
@@ -582,17 +677,24 @@ impl Driver<'_> {
             .take_ready(|id, call, wake| inflight.insert(id, call, wake));
     }
 
-    /// Settles the promise of call `id` with its outcome.
+    /// Settles the promise of call `id` with its outcome. `turn`: the ids delivered in this
+    /// turn of the loop, for the journal (`None`: a replayed turn, recorded already).
     fn deliver<'js>(
         &mut self,
         ctx: &Ctx<'js>,
         js: &Js<'js>,
         id: CallId,
-        outcome: Outcome,
+        mut outcome: Outcome,
+        turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
         let max_output = {
             let mut st = lock(self.state);
-            st.calls.landed();
+            if turn.is_some() {
+                st.calls.landed();
+                if awaits_approval(&mut st, id, &mut outcome) {
+                    return Ok(());
+                }
+            }
             st.limits.max_tool_output_bytes
         };
         let converted = match settle_value(ctx, &js.prims, &outcome, max_output) {
@@ -615,9 +717,16 @@ impl Driver<'_> {
             (Ok(Err(_)), Ok(_)) => CallStatus::Error,
             _ => status_of(&outcome),
         };
-        lock(self.state)
-            .calls
-            .finish(id, status, Some(outcome.elapsed()));
+        {
+            let mut st = lock(self.state);
+            st.calls.finish(id, status, Some(outcome.elapsed()));
+            if let Some(turn) = turn
+                && let Some(journal) = st.journal.as_mut()
+            {
+                journal.finished(id, outcome, true, false);
+                turn.push(id);
+            }
+        }
         let slot = js.bridge.borrow();
         let Some(bridge) = slot.as_ref() else {
             return Ok(());
@@ -633,20 +742,149 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// Whether the run still replays its journal.
+    fn replaying(&self) -> bool {
+        lock(self.state)
+            .journal
+            .as_ref()
+            .is_some_and(Recorder::replaying)
+    }
+
+    /// The error of a run whose program diverged from its journal (`message`, unless an
+    /// earlier difference was recorded); the run stops.
+    fn diverged(&self, message: String) -> ProgramError {
+        self.flags.diverge();
+        let first = lock(self.state)
+            .journal
+            .as_ref()
+            .and_then(|j| j.divergence().map(str::to_owned));
+        if first.is_none()
+            && let Some(journal) = lock(self.state).journal.as_mut()
+        {
+            journal.diverge(message.clone());
+        }
+        ProgramError::internal(first.unwrap_or(message))
+    }
+
+    /// Replays the journal's next turn: `true` when it replayed one, `false` when the
+    /// journal is used up and the run has gone live (the calls it made while replaying are
+    /// delivered or dispatched from here, as their decisions say).
+    fn replay_turn<'js>(&mut self, ctx: &Ctx<'js>, js: &Js<'js>) -> Result<bool, ProgramError> {
+        let (turn, made) = {
+            let mut st = lock(self.state);
+            let made = st.calls.made();
+            (st.journal.as_mut().and_then(|j| j.next_turn(made)), made)
+        };
+        match turn {
+            Some(Ok(Turn::Calls(outcomes))) => {
+                for (id, outcome) in outcomes {
+                    self.deliver(ctx, js, id, outcome, None)?;
+                }
+                Ok(true)
+            }
+            Some(Ok(Turn::Timers(ids))) => {
+                let fired = timers::fire_replayed(
+                    ctx,
+                    self.state,
+                    self.flags,
+                    &js.internals.fire_timer,
+                    ids,
+                );
+                match fired {
+                    Ok(Ok(())) => Ok(true),
+                    Ok(Err(id)) => Err(self.diverged(format!(
+                        "the recorded run fired timer {id} at this point, and the program has no such timer set"
+                    ))),
+                    Err(e) => Err(self.timer_error(ctx, js, e)),
+                }
+            }
+            Some(Err(message)) => Err(self.diverged(message)),
+            None => {
+                let mut guard = lock(self.state);
+                let st = &mut *guard;
+                let Some(journal) = st.journal.as_mut() else {
+                    return Ok(false);
+                };
+                match journal.go_live(made) {
+                    Ok(live) => {
+                        for (id, live) in live {
+                            st.calls.go_live(id, live);
+                        }
+                        Ok(false)
+                    }
+                    Err(message) => {
+                        drop(guard);
+                        Err(self.diverged(message))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The run pauses: no JavaScript runs from here. The calls the program started finish
+    /// (until the deadline, or the run's cancellation) and their outcomes are recorded,
+    /// undelivered; calls still queued never start (they run when the run resumes).
+    async fn pause(
+        &mut self,
+        cancelled: &mut Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
+        deadline: &mut Pin<&mut tokio::time::Sleep>,
+    ) {
+        {
+            let inflight = &mut self.inflight;
+            let mut st = lock(self.state);
+            if let Some(journal) = st.journal.as_mut() {
+                journal.pause();
+            }
+            st.calls
+                .take_started(|id, call, wake| inflight.insert(id, call, wake));
+        }
+        while !self.inflight.is_empty() {
+            tokio::select! {
+                biased;
+                _ = &mut *cancelled => {
+                    self.flags.cancel();
+                    return;
+                }
+                done = std::future::poll_fn(|cx| self.inflight.poll_next(cx)) => {
+                    let Some((id, mut outcome)) = done else {
+                        return;
+                    };
+                    let mut guard = lock(self.state);
+                    let st = &mut *guard;
+                    st.calls.landed();
+                    if awaits_approval(st, id, &mut outcome) {
+                        continue;
+                    }
+                    st.calls.finish(id, status_of(&outcome), Some(outcome.elapsed()));
+                    if let Some(journal) = st.journal.as_mut() {
+                        journal.finished(id, outcome, false, false);
+                    }
+                }
+                _ = &mut *deadline => {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Fires the timers that are due; a callback that throws ends the run.
     fn fire_timers<'js>(&mut self, ctx: &Ctx<'js>, js: &Js<'js>) -> Result<(), ProgramError> {
-        timers::fire_due(ctx, self.state, self.flags, &js.internals.fire_timer).map_err(|e| {
-            if let Some(err) = self.stopped() {
-                return err;
-            }
-            let mut error = if matches!(e, rquickjs::Error::Exception) {
-                self.program_error(&ctx.catch(), js)
-            } else {
-                ProgramError::internal(e.to_string())
-            };
-            error.message = format!("uncaught exception in a timer callback: {}", error.message);
-            error
-        })
+        timers::fire_due(ctx, self.state, self.flags, &js.internals.fire_timer)
+            .map_err(|e| self.timer_error(ctx, js, e))
+    }
+
+    /// The error of a timer callback that threw (or of the stop that interrupted it).
+    fn timer_error<'js>(&self, ctx: &Ctx<'js>, js: &Js<'js>, e: rquickjs::Error) -> ProgramError {
+        if let Some(err) = self.stopped() {
+            return err;
+        }
+        let mut error = if matches!(e, rquickjs::Error::Exception) {
+            self.program_error(&ctx.catch(), js)
+        } else {
+            ProgramError::internal(e.to_string())
+        };
+        error.message = format!("uncaught exception in a timer callback: {}", error.message);
+        error
     }
 
     /// Cancels the calls still running and gives them `cancel_grace` to observe it.
@@ -666,13 +904,36 @@ impl Driver<'_> {
         loop {
             tokio::select! {
                 done = std::future::poll_fn(|cx| self.inflight.poll_next(cx)) => match done {
-                    Some((id, outcome)) => lock(self.state).calls.finish(id, CallStatus::Cancelled, Some(outcome.elapsed())),
+                    Some((id, outcome)) => {
+                        let mut guard = lock(self.state);
+                        let st = &mut *guard;
+                        st.calls.finish(id, CallStatus::Cancelled, Some(outcome.elapsed()));
+                        if let Some(journal) = st.journal.as_mut() {
+                            journal.finished(id, outcome, false, false);
+                        }
+                    }
                     None => break,
                 },
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
-        lock(self.state).calls.cancel_running();
+        let mut guard = lock(self.state);
+        let st = &mut *guard;
+        for (id, tool) in st.calls.cancel_running() {
+            if let Some(journal) = st.journal.as_mut() {
+                let error = ToolError::with_kind(
+                    ErrorKind::Cancelled,
+                    "the call was cancelled: it had not finished when its run ended or paused",
+                );
+                journal.finished(
+                    id,
+                    Outcome::replayed(tool, Err(error), Duration::ZERO),
+                    false,
+                    false,
+                );
+            }
+        }
+        drop(guard);
         self.inflight.clear();
     }
 

@@ -48,6 +48,9 @@ pub(super) fn stopped(reason: StopReason, limits: &Limits, in_flight: usize) -> 
             limits.memory
         )),
         StopReason::Cancelled => ProgramError::cancelled("the run was cancelled"),
+        StopReason::Diverged => {
+            ProgramError::internal("the resumed program did not do what its recorded run did")
+        }
         StopReason::ConsoleLimit => ProgramError::limit(format!(
             "the program's console output passed its limit of {} bytes; the output up to there is kept",
             limits.max_console_bytes

@@ -18,6 +18,8 @@ pub(crate) enum StopReason {
     Cancelled,
     /// The console output passed `max_console_bytes`.
     ConsoleLimit,
+    /// A resumed run's program asked for something else than its journal holds.
+    Diverged,
 }
 
 /// The flags of one engine. An engine built ahead of its run (a warm one, see `pool.rs`)
@@ -67,6 +69,7 @@ impl RunFlags {
             StopReason::OutOfMemory => 2,
             StopReason::Cancelled => 3,
             StopReason::ConsoleLimit => 4,
+            StopReason::Diverged => 5,
         };
         let _ = self
             .stop
@@ -83,6 +86,10 @@ impl RunFlags {
 
     pub(crate) fn console_limit(&self) {
         self.set(StopReason::ConsoleLimit);
+    }
+
+    pub(crate) fn diverge(&self) {
+        self.set(StopReason::Diverged);
     }
 
     pub(crate) fn time_out(&self) {
@@ -115,6 +122,7 @@ impl RunFlags {
             2 => Some(StopReason::OutOfMemory),
             3 => Some(StopReason::Cancelled),
             4 => Some(StopReason::ConsoleLimit),
+            5 => Some(StopReason::Diverged),
             _ => None,
         }
     }

@@ -40,6 +40,11 @@ pub(super) struct Host<'js> {
     set_timer: Function<'js>,
     /// `clearTimer(id)`.
     clear_timer: Function<'js>,
+    /// `clock()` → milliseconds since the epoch, fractional and never going back; recorded,
+    /// or replayed, by a run that may pause (see `journal.rs`).
+    clock: Function<'js>,
+    /// `random()` → the next `Math.random` value of a run that may pause.
+    random: Function<'js>,
     /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
     /// running its traps); 35_guards.js reads a `length` only when no code runs for it.
     is_proxy: Function<'js>,
@@ -169,6 +174,24 @@ impl<'js> Host<'js> {
             lock(&clear_state).timers.clear(id as u64);
         })?;
 
+        let clock_state = state.clone();
+        let clock = Function::new(ctx.clone(), move || -> f64 {
+            let mut st = lock(&clock_state);
+            match st.journal.as_mut() {
+                Some(journal) => journal.clock(),
+                None => super::journal::epoch_ms(),
+            }
+        })?;
+        let random_state = state.clone();
+        let random = Function::new(ctx.clone(), move || -> f64 {
+            let mut st = lock(&random_state);
+            match st.journal.as_mut() {
+                Some(journal) => journal.random(),
+                // Only a run with a journal asks; any other gets a number all the same.
+                None => super::journal::Recorder::new(0).random(),
+            }
+        })?;
+
         let is_proxy = Function::new(ctx.clone(), |value: Value<'js>| value.is_proxy())?;
 
         Ok(Host {
@@ -181,6 +204,8 @@ impl<'js> Host<'js> {
             load_inspect,
             set_timer,
             clear_timer,
+            clock,
+            random,
             tool_names: tools
                 .iter()
                 .map(|(n, a)| vec![n.clone(), a.clone()])
@@ -200,6 +225,8 @@ impl<'js> Host<'js> {
         host.set("log", self.log)?;
         host.set("setTimer", self.set_timer)?;
         host.set("clearTimer", self.clear_timer)?;
+        host.set("clock", self.clock)?;
+        host.set("random", self.random)?;
         host.set("toolNames", self.tool_names)?;
         host.set("maxArrayLength", self.max_array_length)?;
         host.set("isProxy", self.is_proxy)?;
@@ -265,8 +292,9 @@ pub(super) struct Internals<'js> {
     /// `runDefault(main)` (90_lockdown.js): runs the program function, then, for
     /// `export default <fn>`, the exported function.
     pub(super) run_default: Function<'js>,
-    /// `startClock()` (40_timers.js): `performance` counts from now (an engine may be
-    /// built long before its run).
+    /// `startClock(journaled)` (40_timers.js): `performance` counts from now (an engine may
+    /// be built long before its run); `journaled`: the clock and `Math.random` come from the
+    /// run's journal.
     pub(super) start_clock: Function<'js>,
 }
 

@@ -35,6 +35,7 @@ mod errors;
 mod flags;
 mod host;
 mod inflight;
+pub(crate) mod journal;
 mod limits;
 mod logs;
 mod pool;
@@ -51,6 +52,6 @@ pub use logs::{LogEntry, LogLevel};
 pub use pool::{EnginePool, PoolStats};
 pub use report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 
-pub(crate) use driver::{RunReport, RunRequest, run};
+pub(crate) use driver::{Paused, RunReport, RunRequest, run};
 pub(crate) use logs::{LogCapture, LogSink};
 pub(crate) use reaper::reap_later;

@@ -195,6 +195,8 @@ pub enum CallStatus {
     Error,
     /// The call was cancelled: the program ended (or was cancelled) while it ran.
     Cancelled,
+    /// The call waits for approval: the run paused at it (see `run_code_resume`).
+    Paused,
 }
 
 /// One tool call a program made that reached a tool: `{"tool", "status", "ms"}`.

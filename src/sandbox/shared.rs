@@ -21,6 +21,8 @@ pub(super) struct HostState {
     pub(super) woken: Arc<Woken>,
     /// The run's tools for `tools.$search` and `tools.$describe`, made on first use.
     pub(super) catalog: Option<crate::discovery::Catalog>,
+    /// The journal of a run that may pause (see `journal.rs`).
+    pub(super) journal: Option<super::journal::Recorder>,
 }
 
 /// [`HostState`] as the host functions and the loop hold it.

@@ -7,7 +7,7 @@
 //! time it fires.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
 use rquickjs::{Ctx, Function};
@@ -18,8 +18,12 @@ use super::shared::{Shared, lock};
 /// The timers of one run.
 #[derive(Default)]
 pub(super) struct Timers {
-    heap: BinaryHeap<Reverse<(Instant, u64)>>,
-    active: HashSet<u64>,
+    /// (due, setting, id): a timer set again (a repeating one) has a new setting, and the
+    /// entries of its earlier settings are skipped.
+    heap: BinaryHeap<Reverse<(Instant, u64, u64)>>,
+    /// The timers still set: id → setting.
+    active: HashMap<u64, u64>,
+    settings: u64,
 }
 
 impl Timers {
@@ -27,8 +31,10 @@ impl Timers {
     /// passes a number ≥ 0; at most 10 000 000 seconds count).
     pub(super) fn set(&mut self, id: u64, ms: f64) {
         let delay = Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 1.0e7));
-        self.active.insert(id);
-        self.heap.push(Reverse((Instant::now() + delay, id)));
+        self.settings += 1;
+        self.active.insert(id, self.settings);
+        self.heap
+            .push(Reverse((Instant::now() + delay, self.settings, id)));
     }
 
     /// `host.clearTimer(id)`: timer `id` no longer fires.
@@ -40,8 +46,8 @@ impl Timers {
     pub(super) fn next_due(&self) -> Option<Instant> {
         self.heap
             .iter()
-            .filter(|Reverse((_, id))| self.active.contains(id))
-            .map(|Reverse((at, _))| *at)
+            .filter(|Reverse((_, setting, id))| self.active.get(id) == Some(setting))
+            .map(|Reverse((at, _, _))| *at)
             .min()
     }
 
@@ -49,9 +55,10 @@ impl Timers {
     fn pop_due(&mut self, now: Instant) -> Option<u64> {
         loop {
             match self.heap.peek() {
-                Some(Reverse((at, _))) if *at <= now => {
-                    let Reverse((_, id)) = self.heap.pop()?;
-                    if self.active.remove(&id) {
+                Some(Reverse((at, _, _))) if *at <= now => {
+                    let Reverse((_, setting, id)) = self.heap.pop()?;
+                    if self.active.get(&id) == Some(&setting) {
+                        self.active.remove(&id);
                         return Some(id);
                     }
                 }
@@ -59,10 +66,17 @@ impl Timers {
             }
         }
     }
+
+    /// Takes timer `id` whether it is due or not (a resumed run replays the order its
+    /// timers fired in): whether it was set.
+    pub(super) fn take(&mut self, id: u64) -> bool {
+        self.active.remove(&id).is_some()
+    }
 }
 
 /// Fires every timer due by now, in order (`fireTimer(id)` of the prelude runs its
-/// callback), running each callback's microtasks before the next timer.
+/// callback), running each callback's microtasks before the next timer; the ids fired go
+/// to the run's journal, if it keeps one.
 ///
 /// # Errors
 /// What the first callback that threw threw (the run ends with it).
@@ -73,12 +87,42 @@ pub(super) fn fire_due<'js>(
     fire_timer: &Function<'js>,
 ) -> rquickjs::Result<()> {
     let now = Instant::now();
-    loop {
+    let mut fired = Vec::new();
+    let result = loop {
         let due = lock(state).timers.pop_due(now);
         let Some(id) = due else {
-            return Ok(());
+            break Ok(());
         };
+        fired.push(id);
+        if let Err(e) = fire_timer.call::<_, ()>((id as f64,)) {
+            break Err(e);
+        }
+        while flags.reason().is_none() && ctx.execute_pending_job() {}
+    };
+    if let Some(journal) = lock(state).journal.as_mut() {
+        journal.fired(fired);
+    }
+    result
+}
+
+/// Fires the timers `ids` in order, as a resumed run's journal says they fired.
+///
+/// # Errors
+/// `Ok(Err(id))` for the first timer that is not set (the program diverged); the error of
+/// a callback that threw.
+pub(super) fn fire_replayed<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    flags: &RunFlags,
+    fire_timer: &Function<'js>,
+    ids: Vec<u64>,
+) -> rquickjs::Result<Result<(), u64>> {
+    for id in ids {
+        if !lock(state).timers.take(id) {
+            return Ok(Err(id));
+        }
         fire_timer.call::<_, ()>((id as f64,))?;
         while flags.reason().is_none() && ctx.execute_pending_job() {}
     }
+    Ok(Ok(()))
 }

@@ -562,7 +562,7 @@ fn read_only_runs_refuse_every_tool_not_marked_read_only_and_declarations_show_t
 }
 
 #[test]
-fn ask_asks_on_a_terminal_and_denies_without_one() {
+fn ask_asks_on_a_terminal_and_pauses_without_one() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let program = root.join("p.js");
@@ -610,18 +610,49 @@ return shell;"#,
     assert_eq!(std::fs::read_to_string(root.join("one.txt")).unwrap(), "1");
     assert_eq!(std::fs::read_to_string(root.join("two.txt")).unwrap(), "2");
 
-    // Without a terminal, asking is a denial that says so.
-    let (code, v, _) = run(
-        root,
-        &["--ask"],
-        "await tools.write_file({path: 'three.txt', content: '3'})",
-    );
-    assert_eq!(code, 1);
+    // Without a terminal, the run pauses at the call (exit status 3) and `codemode resume`
+    // continues it from the folder of paused runs, with the same tool options.
+    let paused_dir = root.join("paused");
+    let paused_flag = format!("--paused-dir={}", paused_dir.display());
+    let program =
+        "const r = await tools.write_file({path: 'three.txt', content: '3'}); return r.bytes";
+    let (code, v, stderr) = run(root, &["--ask", &paused_flag], program);
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["status"], "paused");
+    assert_eq!(v["paused"]["approvals"][0]["call"], 1);
     assert_eq!(
-        message(&v),
-        "write_file: this call needs approval (write_file is not allowed by --allow write), and no approver is configured, so it was denied"
+        v["paused"]["approvals"][0]["prompt"],
+        "write_file is not allowed by --allow write"
+    );
+    let id = v["paused"]["id"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!("codemode resume {id} --approve 1")),
+        "{stderr}"
     );
     assert!(!root.join("three.txt").exists());
+    let resume = |decision: &str| {
+        Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .args(["resume", id, decision, "1", "--json", "--ask", &paused_flag])
+            .args(["--root", root.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = resume("--approve");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(v["result"], 1);
+    assert_eq!(
+        std::fs::read_to_string(root.join("three.txt")).unwrap(),
+        "3"
+    );
+    // Once resumed, the id is gone.
+    let out = resume("--approve");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("there is no paused run"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod manifest;
 mod mcp_client;
 mod mcp_server;
 mod oracle;
+mod pause;
 mod pipeline;
 mod readme;
 mod run_code;

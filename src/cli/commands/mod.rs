@@ -2,6 +2,7 @@
 
 pub(crate) mod check;
 pub(crate) mod mcp;
+pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod tools;
 pub(crate) mod types;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
-use crate::cli::setup::ToolOptions;
+use crate::cli::setup::{PauseOptions, ToolOptions};
 
 #[derive(Debug, Args)]
 pub(crate) struct RunCommand {
@@ -27,6 +27,8 @@ pub(crate) struct RunCommand {
     json: bool,
     #[command(flatten)]
     limits: RunLimits,
+    #[command(flatten)]
+    paused: PauseOptions,
     /// Folder for spill files (the full output of a cut run). Default: `.codemode/spill`
     /// under `--root`, where the built-in `read_file` can read them.
     #[arg(long, value_name = "DIR")]
@@ -93,7 +95,10 @@ impl RunCommand {
             Some(dir) => SpillConfig::new(dir).read_root(root),
             None => SpillConfig::under_root(root),
         };
-        let config = self.limits.run_code_config().spill(Some(spill));
+        let mut config = self.limits.run_code_config().spill(Some(spill));
+        if self.tools.ask {
+            config = config.paused_runs(Some(self.paused.store()?));
+        }
         crate::cli::status::init_tracing(self.verbose);
         let _trace = (self.verbose || std::env::var_os("RUST_LOG").is_some()).then(|| {
             tools
@@ -142,26 +147,49 @@ impl RunCommand {
         drop(status);
         // Jobs the program's tools started end with the command.
         tools.registry.jobs().shutdown().await;
-        if self.json {
-            crate::cli::out(&format!(
-                "{}\n",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            ));
-        } else {
-            let mut shown = value.clone();
-            if self.quiet
-                && let Some(logs) = shown.get_mut("logs")
-            {
-                *logs = Value::Array(Vec::new());
-            }
-            crate::cli::out(&format!("{}\n", render_text(&shown)));
+        Ok(print_run(&value, self.json, self.quiet))
+    }
+}
+
+/// Prints a run's value (`json`: the canonical JSON, else the model-facing text; `quiet`:
+/// without console lines); its exit status: 0 ok, 1 error, 3 paused (with how to resume on
+/// stderr).
+pub(crate) fn print_run(value: &Value, json: bool, quiet: bool) -> ExitCode {
+    if json {
+        crate::cli::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        ));
+    } else {
+        let mut shown = value.clone();
+        if quiet && let Some(logs) = shown.get_mut("logs") {
+            *logs = Value::Array(Vec::new());
         }
-        let ok = value.get("status").and_then(Value::as_str) == Some("ok");
-        Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
+        crate::cli::out(&format!("{}\n", render_text(&shown)));
+    }
+    match value.get("status").and_then(Value::as_str) {
+        Some("ok") => ExitCode::SUCCESS,
+        Some("paused") => {
+            let paused = value.get("paused");
+            let id = paused
+                .and_then(|p| p.get("id"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let calls: Vec<String> = paused
+                .and_then(|p| p.get("approvals"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.get("call").and_then(Value::as_u64))
+                .map(|c| format!("--approve {c}"))
+                .collect();
+            eprintln!(
+                "codemode: the run paused for approval; continue it with the same tool options: codemode resume {id} {} (or --deny N)",
+                calls.join(" ")
+            );
+            ExitCode::from(3)
+        }
+        _ => ExitCode::from(1),
     }
 }
 
