@@ -40,7 +40,7 @@ async fn ask(hooks: &HookSet, exec: &Exec, prompt: &str) -> Result<(), ToolError
     if exec.inner.ask == AskMode::Approved {
         return Ok(());
     }
-    let Some(approver) = &hooks.approver else {
+    let Some(approver) = hooks.approver.as_ref().filter(|a| a.can_answer(exec)) else {
         if exec.inner.ask == AskMode::Pause {
             return Err(ToolError::with_kind(
                 ErrorKind::NeedsApproval,
@@ -107,6 +107,15 @@ pub enum Approval {
 pub trait Approver: Send + Sync + 'static {
     /// Answers the prompt for one call. The call waits; its signal still cancels it.
     fn approve(&self, exec: &Exec, prompt: &str) -> BoxFuture<'static, Approval>;
+
+    /// Whether this approver can answer for `exec`'s call now (default: always). When it
+    /// cannot, the call is as without an approver: a `run_code` run that can pause pauses
+    /// at it, any other call is denied. An MCP server answers through the client of the
+    /// call's session, when that client can elicit.
+    fn can_answer(&self, exec: &Exec) -> bool {
+        let _ = exec;
+        true
+    }
 }
 
 impl<F, Fut> Approver for F

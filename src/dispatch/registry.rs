@@ -408,16 +408,19 @@ impl Registry {
     }
 
     /// Sets (or, with `None`, removes) the approver that answers `Decision::Ask`. Without
-    /// one, `Ask` is a denial that says so.
+    /// one (or when it cannot answer, see [`Approver::can_answer`]), `Ask` is a denial that
+    /// says so, except in a `run_code` run that can pause: the run pauses at the call (see
+    /// [`crate::run_code::RunCodeConfig::paused_runs`]).
     pub fn set_approver(&self, approver: Option<Arc<dyn Approver>>) {
         self.inner.hooks.update(|set, _| set.approver = approver);
     }
 
-    /// Whether a nested call could be left waiting for a decision: a `pre_execute`
-    /// listener is installed (it may answer `ask`) and no approver would answer it.
-    pub(crate) fn asks_wait(&self) -> bool {
+    /// Whether a call made on behalf of `exec` (a run's nested call) could be left waiting
+    /// for a decision: a `pre_execute` listener is installed (it may answer `ask`) and no
+    /// approver can answer for it now.
+    pub(crate) fn asks_wait(&self, exec: &super::Exec) -> bool {
         let hooks = self.inner.hooks.snapshot();
-        !hooks.pre.is_empty() && hooks.approver.is_none()
+        !hooks.pre.is_empty() && hooks.approver.as_ref().is_none_or(|a| !a.can_answer(exec))
     }
 
     /// Calls a tool with a fresh cancellation signal and the registry's agent.

@@ -73,7 +73,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub use self::http::{HttpOptions, HttpServer};
 use self::spill::{FolderGuard, SessionSpills, SpillFolder};
 use crate::hooks::ProgressSink;
-use crate::run_code::{RUN_CODE, RunCodeConfig, run_code_tool};
+use crate::run_code::{
+    RUN_CODE, RUN_CODE_RESUME, RunCodeConfig, run_code_resume_tool, run_code_tool,
+};
 use crate::{Agent, Content, Outcome, RegisterError, Registry, Request, ToolHandle, Visibility};
 
 /// The name of the tool that reads spills back.
@@ -107,6 +109,12 @@ pub struct McpServerConfig {
     /// its own, `run_code` in an engine of its own); later ones wait for a slot, and can
     /// be cancelled while they wait. `None`: [`DEFAULT_MAX_CALLS_PER_SESSION`]. At least 1.
     pub max_calls_per_session: Option<usize>,
+    /// Whether a call that a policy asks about is put to the person behind the session's
+    /// client as an MCP elicitation request (accept runs it; decline or cancel denies it),
+    /// when the client can elicit. It replaces the registry's approver. A session whose
+    /// client cannot elicit gets a paused run instead, which `run_code_resume` continues.
+    /// Default true.
+    pub elicit_approvals: bool,
 }
 
 /// Most calls of one session that run at once by default: 16.
@@ -127,6 +135,7 @@ impl Default for McpServerConfig {
             expose_tools: false,
             page_bytes: None,
             max_calls_per_session: None,
+            elicit_approvals: true,
         }
     }
 }
@@ -142,6 +151,12 @@ impl McpServerConfig {
     /// Sets how `run_code` runs (see [`McpServerConfig::run_code`]).
     pub fn run_code(mut self, config: RunCodeConfig) -> Self {
         self.run_code = config;
+        self
+    }
+
+    /// Sets [`McpServerConfig::elicit_approvals`].
+    pub fn elicit_approvals(mut self, on: bool) -> Self {
+        self.elicit_approvals = on;
         self
     }
 
@@ -216,7 +231,10 @@ struct Shared {
     /// [`Limits::thread_stack`]: crate::run_code::Limits::thread_stack
     thread_stack: usize,
     _run_code: ToolHandle,
+    _run_code_resume: ToolHandle,
     _job_tools: Vec<ToolHandle>,
+    /// The sessions whose clients answer approvals (elicitation), when on.
+    elicit: Option<Arc<ElicitApprovals>>,
     /// The private spill folder, `None` when spilling is off.
     spills: Option<SpillFolder>,
 }
@@ -251,8 +269,15 @@ impl McpServer {
             }
         };
         let thread_stack = config.run_code.limits.thread_stack();
-        let run_code = registry.register(run_code_tool(config.run_code.spill(spill_config)))?;
+        let run_code_config = config.run_code.spill(spill_config);
+        let run_code = registry.register(run_code_tool(run_code_config.clone()))?;
+        let run_code_resume = registry.register(run_code_resume_tool(run_code_config))?;
         let job_tools = crate::jobs::register_job_tools(&registry)?;
+        let elicit = config.elicit_approvals.then(|| {
+            let elicit = Arc::new(ElicitApprovals::default());
+            registry.set_approver(Some(elicit.clone()));
+            elicit
+        });
         Ok(McpServer {
             shared: Arc::new(Shared {
                 registry,
@@ -264,7 +289,9 @@ impl McpServer {
                     .unwrap_or(DEFAULT_MAX_CALLS_PER_SESSION)
                     .max(1),
                 _run_code: run_code,
+                _run_code_resume: run_code_resume,
                 _job_tools: job_tools,
+                elicit,
                 spills,
             }),
             _folder: guard,
@@ -348,6 +375,9 @@ impl Drop for Session {
         {
             watch.abort();
         }
+        if let Some(elicit) = &self.shared.elicit {
+            elicit.forget(&self.agent);
+        }
         self.agent.dispose();
         if let Some(folder) = &self.shared.spills {
             self.spills.remove_all(folder);
@@ -371,7 +401,8 @@ impl ServerHandler for Session {
         .with_instructions(
             "Call run_code with a JavaScript or TypeScript program; inside it every tool is \
                  `await tools.<name>(args)` (its description declares them). When a run's output \
-                 is cut, read the rest with read_spill.",
+                 is cut, read the rest with read_spill. A run that pauses for approval \
+                 (status \"paused\") continues with run_code_resume once the user decides.",
         )
     }
 
@@ -382,6 +413,14 @@ impl ServerHandler for Session {
         let mut changes = self.shared.registry.watch_tools();
         changes.mark_unchanged();
         let peer = context.peer;
+        if let Some(elicit) = &self.shared.elicit {
+            let can_elicit = peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+            if can_elicit {
+                elicit.add(&self.agent, peer.clone());
+            }
+        }
         let task = tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 tokio::time::sleep(LIST_CHANGE_SETTLE).await;
@@ -490,7 +529,7 @@ impl ServerHandler for Session {
         // A run's spill is the session's: from run_code, or from job_output once a
         // background run has finished.
         let run = match name {
-            RUN_CODE => outcome.value(),
+            RUN_CODE | RUN_CODE_RESUME => outcome.value(),
             "job_output" | "job_kill" => outcome.value().and_then(|v| v.get("value")),
             _ => None,
         };
@@ -555,7 +594,7 @@ impl ProgressForward {
 impl Session {
     /// Whether `name` is a tool this session offers through the registry.
     fn offers(&self, name: &str) -> bool {
-        if name == RUN_CODE || JOB_TOOLS.contains(&name) {
+        if name == RUN_CODE || name == RUN_CODE_RESUME || JOB_TOOLS.contains(&name) {
             return true;
         }
         self.shared.expose_tools
@@ -569,7 +608,11 @@ impl Session {
 
     /// The message for a call of a tool not offered.
     fn unknown_tool(&self, name: &str) -> String {
-        let mut offered = vec![RUN_CODE.to_owned(), READ_SPILL.to_owned()];
+        let mut offered = vec![
+            RUN_CODE.to_owned(),
+            RUN_CODE_RESUME.to_owned(),
+            READ_SPILL.to_owned(),
+        ];
         offered.extend(JOB_TOOLS.iter().map(|n| (*n).to_owned()));
         if self.shared.expose_tools {
             offered.extend(
@@ -618,7 +661,7 @@ impl Session {
         tools.extend(
             schemas
                 .iter()
-                .filter(|s| JOB_TOOLS.contains(&s.name.as_str()))
+                .filter(|s| s.name == RUN_CODE_RESUME || JOB_TOOLS.contains(&s.name.as_str()))
                 .cloned()
                 .map(mcp_tool),
         );
@@ -651,7 +694,8 @@ impl Session {
         match outcome.into_result() {
             Ok(value) => {
                 // A run that goes on as a job (its handle, or `status: "running"`) is no error.
-                let failed = name == RUN_CODE && value.get("status") == Some(&Value::from("error"));
+                let failed = (name == RUN_CODE || name == RUN_CODE_RESUME)
+                    && value.get("status") == Some(&Value::from("error"));
                 let mut result = if failed {
                     CallToolResult::error(content)
                 } else {
@@ -666,6 +710,90 @@ impl Session {
             }
             Err(_) => CallToolResult::error(content),
         }
+    }
+}
+
+/// The approver of a server: puts a call that needs approval to the person behind the
+/// client of the call's session, as an elicitation request with an empty form (MCP,
+/// "Elicitation"): `accept` runs the call, `decline` and `cancel` deny it. It answers only
+/// for sessions whose clients declared the `elicitation` capability; for the others a run
+/// pauses (see [`Approver::can_answer`](crate::hooks::Approver::can_answer)).
+#[derive(Default)]
+struct ElicitApprovals {
+    sessions: std::sync::Mutex<Vec<(Agent, rmcp::Peer<RoleServer>)>>,
+}
+
+impl ElicitApprovals {
+    fn add(&self, agent: &Agent, peer: rmcp::Peer<RoleServer>) {
+        self.lock().push((agent.clone(), peer));
+    }
+
+    fn forget(&self, agent: &Agent) {
+        self.lock().retain(|(a, _)| !a.same_as(agent));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Agent, rmcp::Peer<RoleServer>)>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn peer_of(&self, agent: &Agent) -> Option<rmcp::Peer<RoleServer>> {
+        self.lock()
+            .iter()
+            .find(|(a, _)| a.same_as(agent))
+            .map(|(_, p)| p.clone())
+    }
+}
+
+impl crate::hooks::Approver for ElicitApprovals {
+    fn can_answer(&self, exec: &crate::Exec) -> bool {
+        self.peer_of(exec.agent()).is_some()
+    }
+
+    fn approve(
+        &self,
+        exec: &crate::Exec,
+        prompt: &str,
+    ) -> futures::future::BoxFuture<'static, crate::hooks::Approval> {
+        use crate::hooks::Approval;
+        use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+        let peer = self.peer_of(exec.agent());
+        let arguments = exec.arguments().to_string();
+        let arguments = if arguments.chars().count() > 500 {
+            let cut: String = arguments.chars().take(500).collect();
+            format!("{cut}…")
+        } else {
+            arguments
+        };
+        let message = format!(
+            "{prompt}\n\nThe program wants to call {} with {arguments}. Allow this call?",
+            exec.name()
+        );
+        Box::pin(async move {
+            let Some(peer) = peer else {
+                return Approval::Denied("nobody could be asked to approve the call".into());
+            };
+            let schema = match ElicitationSchema::builder().build() {
+                Ok(schema) => schema,
+                Err(e) => return Approval::Denied(format!("the user could not be asked: {e}")),
+            };
+            let request = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: schema,
+            };
+            match peer.create_elicitation(request).await {
+                Ok(answer) => match answer.action {
+                    ElicitationAction::Accept => Approval::Approved,
+                    ElicitationAction::Decline => {
+                        Approval::Denied("the user declined the call".into())
+                    }
+                    _ => Approval::Denied("the user cancelled the call".into()),
+                },
+                Err(e) => Approval::Denied(format!("the user could not be asked: {e}")),
+            }
+        })
     }
 }
 
@@ -700,7 +828,7 @@ where
 
 /// Whether `name` is one of the tools the server itself offers (listed first).
 fn is_own(name: &str) -> bool {
-    name == RUN_CODE || name == READ_SPILL || JOB_TOOLS.contains(&name)
+    name == RUN_CODE || name == RUN_CODE_RESUME || name == READ_SPILL || JOB_TOOLS.contains(&name)
 }
 
 /// A tool's projection as MCP lists it. Its parameters schema is always an object; an

@@ -226,7 +226,7 @@ impl Run {
                 log_sink: spill.clone().map(|s| Box::new(s) as Box<dyn LogSink>),
                 log_tap: None,
                 // Recorded only when a call could wait for a decision nobody gives now.
-                journal: (config.paused_runs.is_some() && registry.asks_wait())
+                journal: (config.paused_runs.is_some() && registry.asks_wait(exec))
                     .then(|| Recorder::new(config.max_journal_bytes)),
             },
             spill,

@@ -233,6 +233,7 @@ async fn run_code_is_listed_with_every_tool_s_declarations_and_read_spill() {
         [
             "run_code",
             "read_spill",
+            "run_code_resume",
             "job_output",
             "job_kill",
             "job_list"
@@ -368,11 +369,11 @@ async fn failures_are_results_the_model_reads_and_the_server_answers_on() {
     for (name, message) in [
         (
             "nope",
-            "unknown tool `nope`; the tools offered: run_code, read_spill, job_output, job_kill, job_list",
+            "unknown tool `nope`; the tools offered: run_code, run_code_resume, read_spill, job_output, job_kill, job_list",
         ),
         (
             "read_file",
-            "tool `read_file` is not offered directly; call it from a run_code program as `await tools[\"read_file\"](args)` (the tools offered: run_code, read_spill, job_output, job_kill, job_list)",
+            "tool `read_file` is not offered directly; call it from a run_code program as `await tools[\"read_file\"](args)` (the tools offered: run_code, run_code_resume, read_spill, job_output, job_kill, job_list)",
         ),
     ] {
         let e = client
@@ -409,10 +410,11 @@ async fn expose_tools_offers_the_direct_tools_through_the_pipeline() {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
-        names[..9],
+        names[..10],
         [
             "run_code",
             "read_spill",
+            "run_code_resume",
             "job_output",
             "job_kill",
             "job_list",
@@ -792,6 +794,7 @@ fn the_typescript_sdk_client_lists_calls_and_cancels_over_stdio_and_http() {
             json!([
                 "run_code",
                 "read_spill",
+                "run_code_resume",
                 "job_output",
                 "job_kill",
                 "job_list"
@@ -1131,4 +1134,102 @@ async fn a_session_runs_at_most_its_share_of_calls_at_once_and_the_rest_wait() {
     assert_eq!(most.load(Ordering::SeqCst), 2);
     client.cancel().await.unwrap();
     serving.await.unwrap().unwrap();
+}
+
+/// Runs `tests/node/mcp-approval.mjs` against `codemode mcp --ask` over `root` with
+/// `program`, the client answering approvals with `elicit` (or without elicitation).
+fn approval_client(root: &Path, program: &str, elicit: Option<&str>) -> Value {
+    approval_client_with(root, json!({"code": program, "elicit": elicit}))
+}
+
+/// [`approval_client`] with the script's options `options` (besides `stdio`).
+fn approval_client_with(root: &Path, mut options: Value) -> Value {
+    let modules = node_modules();
+    let paused = root.join("paused");
+    options["stdio"] = json!([BIN, "mcp", "--root", root, "--ask", "--paused-dir", paused]);
+    let out = Command::new("node")
+        .arg(modules.parent().unwrap().join("mcp-approval.mjs"))
+        .arg(options.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "mcp-approval.mjs failed: {stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn an_ask_is_put_to_the_user_by_elicitation_or_pauses_for_run_code_resume() {
+    let program =
+        "const r = await tools.write_file({path: 'a.txt', content: 'hi'}); return r.bytes";
+    let prompt = "write_file is not allowed by --allow write";
+
+    // The client can elicit and accepts: the program simply goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let seen = approval_client(dir.path(), program, Some("accept"));
+    assert_eq!(seen["first"]["structured"]["status"], "ok", "{seen:#}");
+    assert_eq!(seen["first"]["structured"]["result"], 2);
+    assert_eq!(seen["asked"].as_array().unwrap().len(), 1);
+    let message = seen["asked"][0].as_str().unwrap();
+    assert!(message.starts_with(prompt), "{message}");
+    assert!(
+        message.contains("write_file with {\"path\":\"a.txt\",\"content\":\"hi\"}"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "hi"
+    );
+    assert!(seen.get("resumed").is_none());
+
+    // It declines: the program sees the denial.
+    let dir = tempfile::tempdir().unwrap();
+    let seen = approval_client(dir.path(), program, Some("decline"));
+    assert_eq!(seen["first"]["isError"], true, "{seen:#}");
+    assert_eq!(
+        seen["first"]["structured"]["error"]["message"],
+        "write_file: the user declined the call"
+    );
+    assert!(!dir.path().join("a.txt").exists());
+
+    // It cannot elicit: the run pauses, and run_code_resume continues it.
+    let dir = tempfile::tempdir().unwrap();
+    let seen = approval_client(dir.path(), program, None);
+    assert_eq!(seen["first"]["structured"]["status"], "paused", "{seen:#}");
+    assert_eq!(seen["first"]["isError"], false);
+    assert_eq!(
+        seen["first"]["structured"]["paused"]["approvals"][0]["prompt"],
+        prompt
+    );
+    assert_eq!(
+        seen["first"]["structured"]["calls"][0]["status"], "paused",
+        "nothing ran before the decision"
+    );
+    assert_eq!(seen["resumed"]["structured"]["status"], "ok", "{seen:#}");
+    assert_eq!(seen["resumed"]["structured"]["result"], 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "hi"
+    );
+    assert!(seen["asked"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_run_paused_behind_codemode_mcp_resumes_after_the_server_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "return (await tools.write_file({path: 'b.txt', content: 'bye'})).bytes";
+    let seen = approval_client_with(dir.path(), json!({"code": program, "noResume": true}));
+    let paused = &seen["first"]["structured"]["paused"];
+    assert_eq!(paused["approvals"][0]["call"], 1, "{seen:#}");
+    // The first server has exited with its session; a new one finds the run on disk.
+    let seen = approval_client_with(
+        dir.path(),
+        json!({"resume": {"id": paused["id"], "decisions": [{"call": 1, "approve": true}]}}),
+    );
+    assert_eq!(seen["first"]["structured"]["status"], "ok", "{seen:#}");
+    assert_eq!(seen["first"]["structured"]["result"], 3);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+        "bye"
+    );
 }

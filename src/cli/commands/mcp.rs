@@ -13,7 +13,7 @@ use codemode::run_code::{EnginePool, RunCodeConfig, SpillConfig};
 
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
-use crate::cli::setup::ToolOptions;
+use crate::cli::setup::{PauseOptions, ToolOptions};
 
 /// How long the server waits for its background jobs to end when it stops.
 const JOBS_SHUTDOWN: Duration = Duration::from_secs(10);
@@ -24,6 +24,8 @@ pub(crate) struct McpCommand {
     tools: ToolOptions,
     #[command(flatten)]
     limits: RunLimits,
+    #[command(flatten)]
+    paused: PauseOptions,
     /// Offer every tool directly as well, besides run_code and read_spill.
     #[arg(long)]
     expose_tools: bool,
@@ -103,7 +105,9 @@ impl McpCommand {
         // library's background timeout (10 minutes).
         run_code = run_code
             .background_timeout(RunCodeConfig::default().background_timeout)
-            .tool_budget(self.tool_budget);
+            .tool_budget(self.tool_budget)
+            // A run paused for approval survives a restart of the server.
+            .paused_runs(Some(self.paused.store()?));
         if self.warm_engines > 0 {
             run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
         }
