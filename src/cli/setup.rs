@@ -41,7 +41,7 @@ pub(crate) struct ToolOptions {
     /// Ask before each write or shell call that --allow does not allow, instead of
     /// refusing it: on a terminal, y/n/always there and then; without one, the run pauses
     /// at the call (exit status 3, `--json` shows its id) and `codemode resume ID
-    /// --approve N` (or `--deny N`) continues it later, with the same tool options.
+    /// --approve N` (or `--deny N`) continues it later, with the run's own folder and options.
     #[arg(long)]
     pub(crate) ask: bool,
 }

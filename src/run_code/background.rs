@@ -162,6 +162,9 @@ fn outcome_of(status: JobStatus) -> Result<Value, ToolError> {
     }
 }
 
+/// How the error of a resumed program that diverged from its journal starts.
+pub(super) const DIVERGED: &str = "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: ";
+
 /// A run's request and its spill.
 pub(super) struct Run {
     pub(super) request: RunRequest,
@@ -182,9 +185,7 @@ impl Run {
         let code = self.request.source.clone();
         let mut report = sandbox::run(self.request, config.engine_pool.as_ref()).await;
         if let Some(divergence) = report.diverged.take() {
-            return Err(ToolError::new(format!(
-                "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: {divergence}"
-            )));
+            return Err(ToolError::new(format!("{DIVERGED}{divergence}")));
         }
         let pause = match report.paused.take() {
             None => None,

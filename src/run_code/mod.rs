@@ -107,6 +107,8 @@ pub struct RunCodeConfig {
     /// each), a run records so that it can pause. Past it the run stops recording, and a
     /// call that needs approval later is denied and says why. Default 16 MiB.
     pub max_journal_bytes: usize,
+    /// What the host attaches to each run that pauses ([`PausedRun::host`]). Default null.
+    pub paused_host: Value,
 }
 
 impl Default for RunCodeConfig {
@@ -124,6 +126,7 @@ impl Default for RunCodeConfig {
             paused_runs: Some(Arc::new(MemoryPausedRuns::default())),
             paused_ttl: DEFAULT_PAUSED_TTL,
             max_journal_bytes: DEFAULT_MAX_JOURNAL_BYTES,
+            paused_host: Value::Null,
         }
     }
 }
@@ -147,6 +150,12 @@ impl RunCodeConfig {
     /// Sets [`RunCodeConfig::paused_ttl`].
     pub fn paused_ttl(mut self, ttl: Duration) -> Self {
         self.paused_ttl = ttl;
+        self
+    }
+
+    /// Sets [`RunCodeConfig::paused_host`].
+    pub fn paused_host(mut self, host: Value) -> Self {
+        self.paused_host = host;
         self
     }
 

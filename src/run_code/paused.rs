@@ -52,6 +52,12 @@ pub struct PausedRun {
     pub approvals: Vec<PendingApproval>,
     /// What the run did up to the pause.
     pub journal: Journal,
+    /// What the host attached to the run ([`RunCodeConfig::paused_host`]): `codemode run`
+    /// keeps its folder and command line here, so `codemode resume` rebuilds the same tools.
+    ///
+    /// [`RunCodeConfig::paused_host`]: super::RunCodeConfig::paused_host
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub host: Value,
 }
 
 /// A tool the paused program could call, and a digest of its input and output schemas.
@@ -244,6 +250,24 @@ impl FilePausedRuns {
         self.dir.join(format!("{id}.json"))
     }
 
+    /// The run `id`, read without taking it (`None`: not kept).
+    ///
+    /// # Errors
+    /// The file could not be read or parsed.
+    pub fn peek(&self, id: &str) -> Result<Option<PausedRun>, String> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
+        let path = self.path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| format!("the paused run {id} could not be read: {e}")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
     /// Drops expired runs, then the oldest past the bounds (ids sort by expiry).
     fn prune(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
@@ -281,6 +305,19 @@ impl FilePausedRuns {
     }
 }
 
+/// Makes `dir` (and its parents) when missing; a folder made here is readable by its owner
+/// only (paused runs hold tool arguments and results).
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 impl PausedRuns for FilePausedRuns {
     fn put(&self, run: PausedRun) -> Result<(), String> {
         if !valid_id(&run.id) {
@@ -290,7 +327,7 @@ impl PausedRuns for FilePausedRuns {
         if json.len() > self.max_bytes {
             return Err(too_large(json.len(), self.max_bytes));
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        make_private_dir(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| format!("{}: {e}", self.dir.display()))?;
         std::io::Write::write_all(&mut file, &json).map_err(|e| e.to_string())?;
@@ -338,6 +375,7 @@ mod tests {
             tools: Vec::new(),
             approvals: Vec::new(),
             journal: Journal::default(),
+            host: Value::Null,
         }
     }
 

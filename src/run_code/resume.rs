@@ -132,7 +132,7 @@ async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<V
                 config.paused_ttl.as_secs()
             ),
             _ => format!(
-                "there is no paused run {:?}: it was resumed already, or never existed",
+                "there is no paused run {:?}: it was resumed already, dropped to keep the store within its bounds, or never existed",
                 cut(&id)
             ),
         }));
@@ -157,6 +157,9 @@ async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<V
             format!("the run cannot resume, because the tools changed since it paused: {message}"),
         );
     }
+    // Kept aside: a resume that diverges has run nothing, and the run goes back to the store
+    // (another attempt, in another setting, may replay it).
+    let kept = paused.clone();
     let PausedRun {
         code,
         timeout_ms,
@@ -174,7 +177,17 @@ async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<V
         decisions,
         config.max_journal_bytes,
     ));
-    run.finish(&config, &registry, timeout_ms).await
+    let result = run.finish(&config, &registry, timeout_ms).await;
+    if let Err(e) = &result
+        && e.message().starts_with(super::background::DIVERGED)
+    {
+        let _ = store.put(kept);
+        return Err(ToolError::new(format!(
+            "{}; the paused run is kept",
+            e.message()
+        )));
+    }
+    result
 }
 
 /// Why `decisions` do not fit the calls `paused` waits on: a call with no decision, or a
@@ -328,6 +341,7 @@ pub(super) fn keep(
         tools: prints(registry),
         approvals,
         journal: paused.journal,
+        host: config.paused_host.clone(),
     })?;
     Ok(PauseInfo {
         id,

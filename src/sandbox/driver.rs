@@ -326,7 +326,7 @@ impl Parked {
             .as_ref()
             .and_then(|j| j.divergence().map(str::to_owned));
         let paused = match journal {
-            Some(journal) if diverged.is_none() && journal.paused() => {
+            Some(journal) if diverged.is_none() && journal.paused() && result.is_ok() => {
                 let (journal, awaiting) = journal.into_paused();
                 Some(Paused {
                     journal,
@@ -629,6 +629,11 @@ impl Driver<'_> {
                 .is_some_and(Recorder::pausing)
             {
                 self.pause(&mut cancelled, &mut deadline).await;
+                // Stopped while its calls finished: the run ends so, not paused (the calls
+                // cut short would otherwise surface as cancellations after the resume).
+                if let Some(e) = self.stopped() {
+                    return Err(e);
+                }
                 return Ok(None);
             }
             self.take_ready();
@@ -822,8 +827,9 @@ impl Driver<'_> {
     }
 
     /// The run pauses: no JavaScript runs from here. The calls the program started finish
-    /// (until the deadline, or the run's cancellation) and their outcomes are recorded,
-    /// undelivered; calls still queued never start (they run when the run resumes).
+    /// and their outcomes are recorded, undelivered; calls still queued never start (they
+    /// run when the run resumes). The deadline, or the run's cancellation, stops the run
+    /// instead (it then ends as a timeout or a cancellation, not paused).
     async fn pause(
         &mut self,
         cancelled: &mut Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
@@ -861,6 +867,7 @@ impl Driver<'_> {
                     }
                 }
                 _ = &mut *deadline => {
+                    self.flags.time_out();
                     return;
                 }
             }

@@ -545,10 +545,14 @@ impl Recorder {
     }
 
     /// Past the size bound: stop recording; the run can no longer pause.
+    ///
+    /// Once a call waits for approval the run is pausing, and what it records until it
+    /// pauses (the calls already made, and the outcomes of those in flight) is kept past
+    /// the bound: a pause that forgot its journal could never resume.
     fn check_size(&mut self) {
-        if self.bytes > self.max_bytes && self.off.is_none() {
+        if self.bytes > self.max_bytes && self.off.is_none() && self.awaiting.is_empty() {
             self.off = Some(format!(
-                "the run recorded more than {} bytes of tool arguments and results, more than a paused run may keep",
+                "the run recorded more than {} bytes of tool arguments, results and clock readings, more than a paused run may keep",
                 self.max_bytes
             ));
             self.journal = Journal::default();

@@ -626,14 +626,18 @@ return shell;"#,
     );
     let id = v["paused"]["id"].as_str().unwrap();
     assert!(
-        stderr.contains(&format!("codemode resume {id} --approve 1")),
+        stderr.contains(&format!(
+            "codemode resume {id} --approve 1 --paused-dir {}",
+            paused_dir.display()
+        )),
         "{stderr}"
     );
     assert!(!root.join("three.txt").exists());
     let resume = |decision: &str| {
         Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .args(["resume", id, decision, "1", "--json", "--ask", &paused_flag])
-            .args(["--root", root.to_str().unwrap()])
+            .args(["resume", id, decision, "1", "--json", &paused_flag])
+            // From elsewhere: the run's own folder and options count.
+            .current_dir("/")
             .output()
             .unwrap()
     };

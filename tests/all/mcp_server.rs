@@ -762,15 +762,21 @@ fn an_address_in_use_is_a_set_up_error() {
 
 /// Runs `tests/node/mcp-client.mjs` with `options`; returns what it printed.
 fn node_client(options: Value) -> Value {
+    node_script("mcp-client.mjs", &options)
+}
+
+/// Runs the Node script `tests/node/SCRIPT` with `options` as its one argument; returns the
+/// JSON it printed.
+fn node_script(script: &str, options: &Value) -> Value {
     let modules = node_modules();
     let out = Command::new("node")
-        .arg(modules.parent().unwrap().join("mcp-client.mjs"))
+        .arg(modules.parent().unwrap().join(script))
         .arg(options.to_string())
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "mcp-client.mjs failed: {stdout}");
+    assert!(out.status.success(), "{script} failed: {stdout}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
@@ -1144,18 +1150,9 @@ fn approval_client(root: &Path, program: &str, elicit: Option<&str>) -> Value {
 
 /// [`approval_client`] with the script's options `options` (besides `stdio`).
 fn approval_client_with(root: &Path, mut options: Value) -> Value {
-    let modules = node_modules();
     let paused = root.join("paused");
     options["stdio"] = json!([BIN, "mcp", "--root", root, "--ask", "--paused-dir", paused]);
-    let out = Command::new("node")
-        .arg(modules.parent().unwrap().join("mcp-approval.mjs"))
-        .arg(options.to_string())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "mcp-approval.mjs failed: {stdout}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    node_script("mcp-approval.mjs", &options)
 }
 
 #[test]

@@ -311,8 +311,15 @@ async fn a_changed_recorded_result_makes_the_program_diverge_and_nothing_runs() 
         .unwrap_err();
     assert_eq!(
         error,
-        "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: call 2: the program called tools.write with other arguments than the recorded run: at /text it passed \"x7\" where the recorded run passed \"x1\""
+        "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: call 2: the program called tools.write with other arguments than the recorded run: at /text it passed \"x7\" where the recorded run passed \"x1\"; the paused run is kept"
     );
+    assert_eq!(p.counts(), (1, 0));
+    // Kept: a second attempt finds it (and diverges the same way: the journal is the same).
+    let again = p
+        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
+        .await
+        .unwrap_err();
+    assert_eq!(again, error);
     assert_eq!(p.counts(), (1, 0));
 }
 
@@ -377,7 +384,7 @@ async fn unknown_ids_and_decisions_for_other_calls_are_refused_with_nothing_run(
         .unwrap_err();
     assert_eq!(
         nonsense,
-        "there is no paused run \"../../etc/passwd\": it was resumed already, or never existed"
+        "there is no paused run \"../../etc/passwd\": it was resumed already, dropped to keep the store within its bounds, or never existed"
     );
     let extra = p
         .resume(
@@ -422,7 +429,7 @@ async fn without_a_store_or_past_the_journal_bound_a_call_that_needs_approval_is
     assert_eq!(v["status"], "error");
     assert_eq!(
         v["error"]["message"],
-        "write: this call needs approval (write x to the disk?), and the run recorded more than 64 bytes of tool arguments and results, more than a paused run may keep, so it was denied"
+        "write: this call needs approval (write x to the disk?), and the run recorded more than 64 bytes of tool arguments, results and clock readings, more than a paused run may keep, so it was denied"
     );
     assert_eq!(p.counts(), (1, 0));
 }
@@ -460,4 +467,51 @@ async fn a_program_that_ends_without_waiting_for_the_call_does_not_pause() {
     assert_eq!(v["result"], 1);
     assert_eq!(v["calls"][0]["status"], "cancelled");
     assert_eq!(p.counts(), (0, 0));
+}
+
+#[tokio::test]
+async fn calls_that_wait_keep_their_journal_past_its_bound() {
+    // The first write asks while the journal is small; the next ones' arguments pass the
+    // bound, and still every call that waits can be approved.
+    let p = Pausing::with(RunCodeConfig::default().max_journal_bytes(100));
+    let v = p
+        .run("return (await Promise.all([0, 1, 2].map(i => tools.write({text: 'x'.repeat(60) + i})))).length")
+        .await;
+    assert_eq!(v["status"], "paused", "{v:#}");
+    assert_eq!(v["paused"]["approvals"].as_array().unwrap().len(), 3);
+    let done = p
+        .resume(
+            &v["paused"]["id"],
+            json!([{"call": 1, "approve": true}, {"call": 2, "approve": true}, {"call": 3, "approve": true}]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done["result"], 3, "{done:#}");
+    assert_eq!(p.counts(), (0, 3));
+}
+
+#[tokio::test]
+async fn a_deadline_that_passes_while_the_run_pauses_is_a_timeout() {
+    let p = Pausing::new();
+    let slow = p
+        .registry
+        .register(test_tool("slow").execute(|_a, exec| async move {
+            exec.signal().cancelled().await;
+            Ok(json!("stopped"))
+        }))
+        .unwrap();
+    let v = p
+        .registry
+        .call(
+            "run_code",
+            json!({"code": "tools.slow({}).catch(() => {}); await tools.write({text: 'x'})", "timeout_ms": 300}),
+        )
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(v["status"], "error", "{v:#}");
+    assert_eq!(v["error"]["name"], "TimeoutError");
+    assert_eq!(v["calls"][1]["status"], "cancelled", "the write never ran");
+    assert_eq!(p.counts(), (0, 0));
+    drop(slow);
 }

@@ -1,15 +1,17 @@
 //! `codemode resume ID --approve N|--deny N`: continue a run that paused for approval
-//! (`codemode run --ask` without a terminal), from the file store of paused runs.
+//! (`codemode run --ask` without a terminal), from the folder of paused runs. The run keeps
+//! the folder and command line of the `codemode run` that made it: the resume rebuilds the
+//! same tools, policy, limits and output options from them.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use codemode::run_code::{RUN_CODE_RESUME, run_code_resume_tool, run_code_tool};
-use serde_json::json;
+use codemode::run_code::FilePausedRuns;
+use serde_json::{Value, json};
 
+use super::run::{RunCommand, Work};
 use crate::cli::SetupError;
-use crate::cli::limits::RunLimits;
-use crate::cli::setup::{PauseOptions, ToolOptions};
+use crate::cli::setup::PauseOptions;
 
 #[derive(Debug, Args)]
 pub(crate) struct ResumeCommand {
@@ -25,11 +27,6 @@ pub(crate) struct ResumeCommand {
     /// What the denied calls' errors say.
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
-    /// The tool options the run had: the program must see the same tools.
-    #[command(flatten)]
-    tools: ToolOptions,
-    #[command(flatten)]
-    limits: RunLimits,
     #[command(flatten)]
     paused: PauseOptions,
     /// Print the canonical JSON value of the run instead of the model-facing text.
@@ -41,9 +38,45 @@ pub(crate) struct ResumeCommand {
 }
 
 impl ResumeCommand {
-    /// Bytes of stack for the thread the program runs on.
+    /// Bytes of stack for the thread the program runs on: the paused run's (its command
+    /// line may give other limits), else the default.
     pub(crate) fn thread_stack(&self) -> usize {
-        self.limits.thread_stack()
+        match self.paused_run() {
+            Ok((_, _, run)) => run.thread_stack(),
+            Err(_) => RunCommand::parse(&["-".to_owned()]).map_or(8 << 20, |r| r.thread_stack()),
+        }
+    }
+
+    /// The paused run's folder and its `codemode run` command line (words, and parsed).
+    fn paused_run(&self) -> Result<(std::path::PathBuf, Vec<String>, RunCommand), SetupError> {
+        let dir = self
+            .paused
+            .paused_dir
+            .clone()
+            .unwrap_or_else(FilePausedRuns::default_dir);
+        let store = FilePausedRuns::new(&dir)
+            .map_err(|e| SetupError(format!("--paused-dir {}: {e}", dir.display())))?;
+        let Some(run) = store.peek(&self.id).map_err(SetupError)? else {
+            return Err(SetupError(format!(
+                "there is no paused run {:?} in {}: it was resumed already, it expired, or it never existed",
+                self.id.chars().take(80).collect::<String>(),
+                dir.display()
+            )));
+        };
+        let cwd = run.host.get("cwd").and_then(Value::as_str);
+        let args: Option<Vec<String>> = run.host.get("args").and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect()
+        });
+        let (Some(cwd), Some(args)) = (cwd, args) else {
+            return Err(SetupError(format!(
+                "the paused run {} was not made by `codemode run`: resume it with run_code_resume where it was made",
+                self.id
+            )));
+        };
+        let run = RunCommand::parse(&args)?;
+        Ok((std::path::PathBuf::from(cwd), args, run))
     }
 
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
@@ -52,24 +85,17 @@ impl ResumeCommand {
                 "give a decision for each call the run paused at: --approve N or --deny N".into(),
             ));
         }
-        let tools = self.tools.load(false).await?;
-        let config = self
-            .limits
-            .run_code_config()
-            .paused_runs(Some(self.paused.store()?));
-        let _run = tools
-            .registry
-            .register(run_code_tool(config.clone()))
-            .map_err(|e| SetupError(e.to_string()))?;
-        let _resume = tools
-            .registry
-            .register(run_code_resume_tool(config))
-            .map_err(|e| SetupError(e.to_string()))?;
+        let (cwd, command_line, mut run) = self.paused_run()?;
+        // The run's paths (--root, --tools, --spill-dir, …) are relative to its folder.
+        std::env::set_current_dir(&cwd)
+            .map_err(|e| SetupError(format!("the paused run's folder {}: {e}", cwd.display())))?;
+        run.json = self.json;
+        run.quiet = self.quiet;
+        run.paused = self.paused;
         let reason = self
             .reason
-            .clone()
             .unwrap_or_else(|| "denied with codemode resume --deny".to_owned());
-        let decisions: Vec<_> = self
+        let decisions: Vec<Value> = self
             .approve
             .iter()
             .map(|n| json!({"call": n, "approve": true}))
@@ -79,17 +105,11 @@ impl ResumeCommand {
                     .map(|n| json!({"call": n, "approve": false, "reason": reason})),
             )
             .collect();
-        let outcome = tools
-            .registry
-            .call(
-                RUN_CODE_RESUME,
-                json!({"id": self.id, "decisions": decisions}),
-            )
-            .await;
-        let value = outcome
-            .into_result()
-            .map_err(|e| SetupError(e.message().to_owned()))?;
-        tools.registry.jobs().shutdown().await;
-        Ok(super::run::print_run(&value, self.json, self.quiet))
+        run.perform(Work::Resume {
+            id: self.id,
+            decisions,
+            command_line,
+        })
+        .await
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use codemode::hooks::{Observer, Progress};
 use codemode::jobs::JobStatus;
-use codemode::run_code::{SpillConfig, render_text, run_code_tool};
+use codemode::run_code::{SpillConfig, render_text, run_code_resume_tool, run_code_tool};
 use codemode::{Exec, Outcome};
 use serde_json::{Value, json};
 
@@ -24,11 +24,11 @@ pub(crate) struct RunCommand {
     tools: ToolOptions,
     /// Print the canonical JSON value of the run instead of the model-facing text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
     limits: RunLimits,
     #[command(flatten)]
-    paused: PauseOptions,
+    pub(crate) paused: PauseOptions,
     /// Folder for spill files (the full output of a cut run). Default: `.codemode/spill`
     /// under `--root`, where the built-in `read_file` can read them.
     #[arg(long, value_name = "DIR")]
@@ -47,7 +47,7 @@ pub(crate) struct RunCommand {
     cards: Option<PathBuf>,
     /// Print only the result (or the error): no console lines, no progress on stderr.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// Report every tool call on stderr as a `tracing` span (tool, call id, parent,
     /// milliseconds, outcome); `RUST_LOG` sets a filter of its own.
     #[arg(long, short = 'v')]
@@ -76,6 +76,27 @@ impl RunCommand {
 
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let code = read_program(&self.program)?;
+        self.perform(Work::Program(code)).await
+    }
+
+    /// The run command given by `args` (the words after `codemode run`).
+    ///
+    /// # Errors
+    /// The words do not parse.
+    pub(crate) fn parse(args: &[String]) -> Result<RunCommand, SetupError> {
+        #[derive(clap::Parser)]
+        struct Run {
+            #[command(flatten)]
+            run: RunCommand,
+        }
+        let words = std::iter::once("codemode run".to_owned()).chain(args.iter().cloned());
+        <Run as clap::Parser>::try_parse_from(words)
+            .map(|r| r.run)
+            .map_err(|e| SetupError(format!("the paused run's command line: {e}")))
+    }
+
+    /// Sets up the tools, limits and observers of this command line and does `work`.
+    pub(crate) async fn perform(self, work: Work) -> Result<ExitCode, SetupError> {
         let tools = self.tools.load(false).await?;
         let root = self
             .tools
@@ -97,7 +118,16 @@ impl RunCommand {
         };
         let mut config = self.limits.run_code_config().spill(Some(spill));
         if self.tools.ask {
-            config = config.paused_runs(Some(self.paused.store()?));
+            // `codemode resume` rebuilds the same tools from this folder and command line.
+            let cwd = std::env::current_dir()
+                .map_err(|e| SetupError(format!("the current folder: {e}")))?;
+            let args: Vec<String> = match &work {
+                Work::Program(_) => std::env::args().skip(2).collect(),
+                Work::Resume { command_line, .. } => command_line.clone(),
+            };
+            config = config
+                .paused_runs(Some(self.paused.store()?))
+                .paused_host(json!({"cwd": cwd, "args": args}));
         }
         crate::cli::status::init_tracing(self.verbose);
         let _trace = (self.verbose || std::env::var_os("RUST_LOG").is_some()).then(|| {
@@ -125,17 +155,27 @@ impl RunCommand {
         };
         let _run = tools
             .registry
-            .register(run_code_tool(config))
+            .register(run_code_tool(config.clone()))
             .map_err(|e| SetupError(e.to_string()))?;
-        let mut arguments = json!({ "code": code });
-        if let Some(ms) = self.yield_after {
-            arguments["yield_after_ms"] = json!(ms);
-        }
-        let started = std::time::Instant::now();
-        let outcome = tools
+        let _resume = tools
             .registry
-            .call(codemode::run_code::RUN_CODE, arguments)
-            .await;
+            .register(run_code_resume_tool(config))
+            .map_err(|e| SetupError(e.to_string()))?;
+        let (tool, arguments) = match work {
+            Work::Program(code) => {
+                let mut arguments = json!({ "code": code });
+                if let Some(ms) = self.yield_after {
+                    arguments["yield_after_ms"] = json!(ms);
+                }
+                (codemode::run_code::RUN_CODE, arguments)
+            }
+            Work::Resume { id, decisions, .. } => (
+                codemode::run_code::RUN_CODE_RESUME,
+                json!({"id": id, "decisions": decisions}),
+            ),
+        };
+        let started = std::time::Instant::now();
+        let outcome = tools.registry.call(tool, arguments).await;
         let value = match outcome.into_result() {
             Ok(v) => v,
             Err(e) => return Err(SetupError(e.message().to_owned())),
@@ -147,14 +187,37 @@ impl RunCommand {
         drop(status);
         // Jobs the program's tools started end with the command.
         tools.registry.jobs().shutdown().await;
-        Ok(print_run(&value, self.json, self.quiet))
+        Ok(print_run(
+            &value,
+            self.json,
+            self.quiet,
+            self.paused.paused_dir.as_deref(),
+        ))
     }
+}
+
+/// What a run command does once its tools are set up.
+pub(crate) enum Work {
+    /// Runs a program.
+    Program(String),
+    /// Resumes the paused run `id` with `decisions` (`run_code_resume`'s); `command_line`
+    /// is the paused run's, kept again if it pauses anew.
+    Resume {
+        id: String,
+        decisions: Vec<Value>,
+        command_line: Vec<String>,
+    },
 }
 
 /// Prints a run's value (`json`: the canonical JSON, else the model-facing text; `quiet`:
 /// without console lines); its exit status: 0 ok, 1 error, 3 paused (with how to resume on
-/// stderr).
-pub(crate) fn print_run(value: &Value, json: bool, quiet: bool) -> ExitCode {
+/// stderr; `paused_dir`: the `--paused-dir` given).
+fn print_run(
+    value: &Value,
+    json: bool,
+    quiet: bool,
+    paused_dir: Option<&std::path::Path>,
+) -> ExitCode {
     if json {
         crate::cli::out(&format!(
             "{}\n",
@@ -183,8 +246,11 @@ pub(crate) fn print_run(value: &Value, json: bool, quiet: bool) -> ExitCode {
                 .filter_map(|a| a.get("call").and_then(Value::as_u64))
                 .map(|c| format!("--approve {c}"))
                 .collect();
+            let dir = paused_dir
+                .map(|d| format!(" --paused-dir {}", d.display()))
+                .unwrap_or_default();
             eprintln!(
-                "codemode: the run paused for approval; continue it with the same tool options: codemode resume {id} {} (or --deny N)",
+                "codemode: the run paused for approval; continue it with: codemode resume {id} {}{dir} (or --deny N)",
                 calls.join(" ")
             );
             ExitCode::from(3)
