@@ -88,7 +88,7 @@ pub async fn resume(registry: &Registry, id: &str, decisions: &[(u64, Approval)]
         .await
 }
 
-/// What a denial says when the decision gave no reason.
+/// What a denied call's error says (then the decision's reason, if it gave one).
 const DENIED: &str = "the call was denied by the person asked to approve it";
 
 async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<Value, ToolError> {
@@ -112,8 +112,10 @@ async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<V
         let approval = if d.get("approve").and_then(Value::as_bool) == Some(true) {
             Approval::Approved
         } else {
-            let reason = d.get("reason").and_then(Value::as_str).unwrap_or(DENIED);
-            Approval::Denied(reason.to_owned())
+            Approval::Denied(match d.get("reason").and_then(Value::as_str) {
+                Some(reason) => format!("{DENIED}: {reason}"),
+                None => DENIED.to_owned(),
+            })
         };
         if decisions.insert(call, approval).is_some() {
             return Err(ToolError::new(format!("call {call} has two decisions")));

@@ -176,7 +176,7 @@ catch (e) { return {tce: e instanceof ToolCallError, tool: e.toolName, message: 
         .unwrap();
     assert_eq!(
         done["result"],
-        json!({"tce": true, "tool": "write", "message": "not on a Friday", "next": 2})
+        json!({"tce": true, "tool": "write", "message": "the call was denied by the person asked to approve it: not on a Friday", "next": 2})
     );
     assert_eq!(p.counts(), (2, 0));
     assert_eq!(done["calls"][1]["status"], "error");

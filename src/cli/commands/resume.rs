@@ -92,18 +92,15 @@ impl ResumeCommand {
         run.json = self.json;
         run.quiet = self.quiet;
         run.paused = self.paused;
-        let reason = self
-            .reason
-            .unwrap_or_else(|| "denied with codemode resume --deny".to_owned());
+        let denial = |n: &u64| match &self.reason {
+            Some(reason) => json!({"call": n, "approve": false, "reason": reason}),
+            None => json!({"call": n, "approve": false}),
+        };
         let decisions: Vec<Value> = self
             .approve
             .iter()
             .map(|n| json!({"call": n, "approve": true}))
-            .chain(
-                self.deny
-                    .iter()
-                    .map(|n| json!({"call": n, "approve": false, "reason": reason})),
-            )
+            .chain(self.deny.iter().map(denial))
             .collect();
         run.perform(Work::Resume {
             id: self.id,
