@@ -9,9 +9,10 @@ use codemode::run_code::{Limits, RunCodeConfig};
 #[derive(Debug, Args)]
 pub(crate) struct RunLimits {
     /// Wall-clock limit for the whole run: a duration with a unit (`30s`, `500ms`, `2m`,
-    /// `1h`) or a number of milliseconds; at least 1ms.
-    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_timeout)]
-    timeout: u64,
+    /// `1h`) or a number of milliseconds; at least 1ms. Default 30s (for `mcp`, a run that
+    /// goes on as a background job gets 10 minutes unless this is given).
+    #[arg(long, value_name = "TIME", value_parser = parse_timeout)]
+    timeout: Option<u64>,
     /// Memory limit of the engine, in bytes; suffixes k, M, G (powers of 1000) and KiB,
     /// MiB, GiB (powers of 1024) are accepted, e.g. `64MiB`; at least 1MiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_memory, default_value = "64MiB")]
@@ -38,21 +39,31 @@ impl RunLimits {
     /// `timeout_ms` may ask for.
     pub(crate) fn run_code_config(&self) -> RunCodeConfig {
         let limits = Limits::default()
-            .timeout(Duration::from_millis(self.timeout))
+            .timeout(Duration::from_millis(self.timeout_ms()))
             .memory(self.memory)
             .stack(self.stack)
             .max_in_flight(self.max_in_flight as usize)
             .max_tool_calls(self.max_tool_calls as usize);
         RunCodeConfig::default()
             .limits(limits)
-            .max_timeout(Duration::from_millis(self.timeout))
-            .background_timeout(Duration::from_millis(self.timeout))
+            .max_timeout(Duration::from_millis(self.timeout_ms()))
+            .background_timeout(Duration::from_millis(self.timeout_ms()))
             .output_cap(self.output_cap)
             .spill(None)
     }
 }
 
 impl RunLimits {
+    /// `--timeout` in milliseconds: 30 000 when not given.
+    fn timeout_ms(&self) -> u64 {
+        self.timeout.unwrap_or(30_000)
+    }
+
+    /// `--timeout`, when given.
+    pub(crate) fn given_timeout(&self) -> Option<Duration> {
+        self.timeout.map(Duration::from_millis)
+    }
+
     /// Bytes of stack for the thread a program runs on ([`Limits::thread_stack`]).
     pub(crate) fn thread_stack(&self) -> usize {
         self.run_code_config().limits.thread_stack()

@@ -192,6 +192,23 @@ impl ToolOptions {
     }
 }
 
+impl ToolOptions {
+    /// What a run depends on beyond its tools' schemas: the root (resolved), the
+    /// permissions and the policy flags. A paused run resumes only under the same.
+    pub(crate) fn settings(&self) -> serde_json::Value {
+        let root = self
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| self.root.clone());
+        serde_json::json!({
+            "root": root,
+            "allow": self.allow.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>(),
+            "read_only": self.read_only,
+            "ask": self.ask,
+        })
+    }
+}
+
 /// Where paused runs are kept (`run --ask` without a terminal, `resume`, `mcp`).
 #[derive(Debug, clap::Args)]
 pub(crate) struct PauseOptions {

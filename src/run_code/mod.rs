@@ -107,7 +107,10 @@ pub struct RunCodeConfig {
     /// each), a run records so that it can pause. Past it the run stops recording, and a
     /// call that needs approval later is denied and says why. Default 16 MiB.
     pub max_journal_bytes: usize,
-    /// What the host attaches to each run that pauses ([`PausedRun::host`]). Default null.
+    /// What the host attaches to each run that pauses ([`PausedRun::host`]): the settings
+    /// the run depends on that its tools' schemas do not show (a root folder, a policy).
+    /// `run_code_resume` refuses a run whose value differs from its own config's (the run
+    /// is kept). Default null.
     pub paused_host: Value,
 }
 

@@ -153,6 +153,14 @@ async fn execute(config: RunCodeConfig, args: Arguments, exec: Exec) -> Result<V
     if let Some(message) = undecided(&paused, &decisions) {
         return refuse(paused, message);
     }
+    if paused.host != config.paused_host {
+        let message = format!(
+            "the run cannot resume here: it paused under other host settings ({}) than this host's ({})",
+            cut_json(&paused.host),
+            cut_json(&config.paused_host)
+        );
+        return refuse(paused, message);
+    }
     if let Some(message) = tool_set_change(&paused.tools, &prints(&registry)) {
         return refuse(
             paused,
@@ -228,6 +236,16 @@ fn list(calls: &[u64]) -> String {
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `value` as compact JSON, at most 300 characters.
+fn cut_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 300 {
+        return text;
+    }
+    let head: String = text.chars().take(300).collect();
+    format!("{head}…")
 }
 
 fn cut(id: &str) -> String {

@@ -616,7 +616,9 @@ return shell;"#,
     let paused_flag = format!("--paused-dir={}", paused_dir.display());
     let program =
         "const r = await tools.write_file({path: 'three.txt', content: '3'}); return r.bytes";
-    let (code, v, stderr) = run(root, &["--ask", &paused_flag], program);
+    let cards = root.join("cards.jsonl");
+    let cards_flag = format!("--cards={}", cards.display());
+    let (code, v, stderr) = run(root, &["--ask", &paused_flag, &cards_flag], program);
     assert_eq!(code, 3, "{v:#}");
     assert_eq!(v["status"], "paused");
     assert_eq!(v["paused"]["approvals"][0]["call"], 1);
@@ -649,6 +651,31 @@ return shell;"#,
         std::fs::read_to_string(root.join("three.txt")).unwrap(),
         "3"
     );
+    // The cards: run_code and the write pending, the write paused; then, appended by the
+    // resume, run_code_resume, the write again, and both completed.
+    let events: Vec<(String, String)> = std::fs::read_to_string(&cards)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let line: Value = serde_json::from_str(l).unwrap();
+            (
+                line["event"].as_str().unwrap().to_owned(),
+                line["tool"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("pending", "run_code"),
+        ("pending", "write_file"),
+        ("paused", "write_file"),
+        ("completed", "run_code"),
+        ("pending", "run_code_resume"),
+        ("pending", "write_file"),
+        ("completed", "write_file"),
+        ("completed", "run_code_resume"),
+    ]
+    .map(|(e, t)| (e.to_owned(), t.to_owned()));
+    assert_eq!(events, expected);
     // Once resumed, the id is gone.
     let out = resume("--approve");
     assert_eq!(out.status.code(), Some(2));

@@ -1230,3 +1230,22 @@ fn a_run_paused_behind_codemode_mcp_resumes_after_the_server_restarts() {
         "bye"
     );
 }
+
+#[tokio::test]
+async fn a_given_timeout_bounds_runs_that_could_go_on_as_jobs() {
+    // --yield-after is on (10 s by default): --timeout still ends the run.
+    let client = stdio(&["--timeout", "300ms"]).await;
+    let r = run(
+        &client,
+        "await new Promise(r => setTimeout(r, 5000)); return 1",
+    )
+    .await;
+    let value = r.structured_content.clone().unwrap();
+    assert_eq!(value["status"], "error", "{value:#}");
+    assert_eq!(value["error"]["name"], "TimeoutError");
+    assert_eq!(
+        value["error"]["message"],
+        "the program did not finish within its 300 ms timeout"
+    );
+    client.cancel().await.unwrap();
+}

@@ -515,3 +515,33 @@ async fn a_deadline_that_passes_while_the_run_pauses_is_a_timeout() {
     assert_eq!(p.counts(), (0, 0));
     drop(slow);
 }
+
+#[tokio::test]
+async fn a_run_resumes_only_under_the_host_settings_it_paused_under() {
+    let store: Arc<dyn PausedRuns> = Arc::new(MemoryPausedRuns::default());
+    let config = |root: &str| {
+        RunCodeConfig::default()
+            .paused_runs(Some(store.clone()))
+            .paused_host(json!({"root": root}))
+    };
+    let first = Pausing::with(config("/a"));
+    let v = first.run(THREE_CALLS).await;
+    let other = Pausing::with(config("/b"));
+    let error = other
+        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        "the run cannot resume here: it paused under other host settings ({\"root\":\"/a\"}) than this host's ({\"root\":\"/b\"})"
+    );
+    assert_eq!(other.counts(), (0, 0));
+    // Kept: the host it paused under resumes it.
+    let same = Pausing::with(config("/a"));
+    let done = same
+        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "ok");
+    assert_eq!(same.counts(), (1, 1));
+}

@@ -101,13 +101,19 @@ impl McpCommand {
             .run_code_config()
             .spill(Some(SpillConfig::default()))
             .yield_after((self.yield_after > 0).then(|| Duration::from_millis(self.yield_after)));
-        // --timeout bounds a run in the foreground; one that goes on as a job gets the
-        // library's background timeout (10 minutes).
+        // A run that may go on as a job gets the library's background timeout (10 minutes),
+        // unless --timeout is given: then it bounds every run.
+        let background = self
+            .limits
+            .given_timeout()
+            .unwrap_or(RunCodeConfig::default().background_timeout);
         run_code = run_code
-            .background_timeout(RunCodeConfig::default().background_timeout)
+            .background_timeout(background)
             .tool_budget(self.tool_budget)
-            // A run paused for approval survives a restart of the server.
-            .paused_runs(Some(self.paused.store()?));
+            // A run paused for approval survives a restart of the server, and resumes only
+            // under the same root and policy.
+            .paused_runs(Some(self.paused.store()?))
+            .paused_host(self.tools.settings());
         if self.warm_engines > 0 {
             run_code = run_code.engine_pool(EnginePool::new(self.warm_engines as usize));
         }

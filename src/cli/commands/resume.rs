@@ -25,7 +25,7 @@ pub(crate) struct ResumeCommand {
     #[arg(long, value_name = "N")]
     deny: Vec<u64>,
     /// What the denied calls' errors say.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", requires = "deny")]
     reason: Option<String>,
     #[command(flatten)]
     paused: PauseOptions,

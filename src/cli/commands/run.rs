@@ -144,7 +144,14 @@ impl RunCommand {
         let _cards = match &self.cards {
             None => None,
             Some(path) => {
-                let file = std::fs::File::create(path)
+                // A resumed run's cards follow those of the run up to its pause.
+                let resumed = matches!(work, Work::Resume { .. });
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(resumed)
+                    .truncate(!resumed)
+                    .open(path)
                     .map_err(|e| SetupError(format!("--cards {}: {e}", path.display())))?;
                 Some(
                     tools
@@ -362,8 +369,17 @@ impl Observer for CardLines {
         let Some(tool) = exec.registry().and_then(|r| r.get(exec.name())) else {
             return;
         };
-        let record = codemode::cards::CardRecord::of(exec, outcome);
         let mut line = Self::ids(exec);
+        if outcome.error_kind() == Some(codemode::ErrorKind::NeedsApproval) {
+            // Not over: the run paused at it, and its call card says what waits.
+            line["event"] = json!("paused");
+            line["prompt"] = json!(outcome.error_info().map(|e| e.message()));
+            line["card"] =
+                serde_json::to_value(tool.present_call(exec.arguments())).unwrap_or_default();
+            self.write(&line);
+            return;
+        }
+        let record = codemode::cards::CardRecord::of(exec, outcome);
         line["event"] = json!("completed");
         line["ms"] = json!(outcome.elapsed().as_millis() as u64);
         line["card"] = serde_json::to_value(tool.present_result(exec.arguments(), outcome))
