@@ -18,6 +18,7 @@ mod mcp_server;
 mod oracle;
 mod pause;
 mod pipeline;
+mod properties;
 mod readme;
 mod run_code;
 mod sandbox;
