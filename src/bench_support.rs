@@ -1,4 +1,5 @@
-//! Entry points for the criterion benches in `benches/`: not part of the public API.
+//! Entry points for the criterion benches in `benches/` and the fuzz targets in
+//! `tests/fuzz/`: not part of the public API.
 //!
 //! No engine type appears here: what drives the engine lives in the sandbox and is only
 //! re-exported.
@@ -58,4 +59,19 @@ pub fn register_listed_tools(
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
         })
         .collect()
+}
+
+/// Prepares a program's text as a run does (fences, parsing, program forms, TypeScript
+/// stripping, positions): the JavaScript the engine would evaluate, or the error with its
+/// position in the model's own source.
+pub fn prepare_program(source: &str) -> Result<String, String> {
+    crate::program::prepare(source)
+        .map(|p| p.code)
+        .map_err(|e| {
+            let position = e
+                .line
+                .map(|l| format!(" at {l}:{}", e.column.unwrap_or(0)))
+                .unwrap_or_default();
+            format!("{}{position}: {}", e.kind.name(), e.message)
+        })
 }
