@@ -189,3 +189,32 @@ fn most_generated_schemas_import() {
         .count();
     assert!(imported * 10 >= total * 9, "{imported} of {total} imported");
 }
+
+/// The declarations of tools with generated schemas (input and output) pass the real
+/// TypeScript compiler in both layouts: a sample of 40 tools, one compiler run per layout.
+#[test]
+fn declarations_of_generated_schemas_pass_tsc() {
+    use codemode::declarations::{Layout, SANDBOX_GLOBALS, mcp_tool_decls};
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = arb_schema();
+    let mut next = || strategy.new_tree(&mut runner).unwrap().current();
+    let tools: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({
+                "name": format!("t{i}"),
+                "description": "A generated tool.",
+                "inputSchema": {"type": "object", "properties": {"x": next()}, "required": ["x"]},
+                "outputSchema": next(),
+            })
+        })
+        .collect();
+    let decls = mcp_tool_decls(&json!({ "tools": tools }));
+    assert_eq!(decls.len(), 40);
+    for layout in [Layout::Pretty, Layout::Compact] {
+        let d = codemode_codegen::declarations_with(&decls, layout).unwrap();
+        let (ok, diagnostics) =
+            crate::support::tsc(&[("tools.d.ts", &d), ("globals.d.ts", SANDBOX_GLOBALS)]);
+        assert!(ok, "{layout:?}:\n{diagnostics}\n{d}");
+    }
+}
