@@ -596,7 +596,12 @@ impl Driver<'_> {
             if let Some(e) = self.stopped() {
                 return Err(e);
             }
-            if !matches!(promise.state(), PromiseState::Pending) && self.replaying() {
+            // One look at the journal per turn: (still replaying, calls wait for approval).
+            let (replaying, pausing) = lock(self.state)
+                .journal
+                .as_ref()
+                .map_or((false, false), |j| (j.replaying(), j.pausing()));
+            if !matches!(promise.state(), PromiseState::Pending) && replaying {
                 return Err(self.diverged(
                     "the program ended before it reached the point where the recorded run paused"
                         .to_owned(),
@@ -619,15 +624,11 @@ impl Driver<'_> {
                 }
                 PromiseState::Pending => {}
             }
-            if self.replaying() {
+            if replaying {
                 if self.replay_turn(ctx, js)? {
                     continue;
                 }
-            } else if lock(self.state)
-                .journal
-                .as_ref()
-                .is_some_and(Recorder::pausing)
-            {
+            } else if pausing {
                 self.pause(&mut cancelled, &mut deadline).await;
                 // Stopped while its calls finished: the run ends so, not paused (the calls
                 // cut short would otherwise surface as cancellations after the resume).
@@ -745,14 +746,6 @@ impl Driver<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Whether the run still replays its journal.
-    fn replaying(&self) -> bool {
-        lock(self.state)
-            .journal
-            .as_ref()
-            .is_some_and(Recorder::replaying)
     }
 
     /// The error of a run whose program diverged from its journal (`message`, unless an

@@ -97,6 +97,12 @@ impl Pausing {
             .map_err(|e| e.message().to_owned())
     }
 
+    /// Resumes the paused run `v` approving call `call` alone.
+    async fn approve(&self, v: &Value, call: u64) -> Result<Value, String> {
+        self.resume(&v["paused"]["id"], json!([{"call": call, "approve": true}]))
+            .await
+    }
+
     fn counts(&self) -> (usize, usize) {
         (
             self.steps.load(Ordering::SeqCst),
@@ -199,10 +205,7 @@ return r.map(x => typeof x === 'string' ? x : x.i);")
     assert_eq!(calls, [2, 4]);
     // The other three ran (they were in flight when the run paused) and are not run again.
     assert_eq!(p.counts(), (3, 0));
-    let missing = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let missing = p.approve(&v, 2).await.unwrap_err();
     assert_eq!(
         missing,
         "call 4 (write) has no decision; the run waits on call(s) 2, 4"
@@ -275,10 +278,7 @@ return facts;";
     assert_eq!(asked["seen"], 1);
     assert_eq!(asked["order"], "ab");
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let done = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap();
+    let done = p.approve(&v, 2).await.unwrap();
     assert_eq!(done["status"], "ok", "{done:#}");
     // The same program, fresh engine: the same values, though time went on.
     assert_eq!(done["result"], asked);
@@ -305,20 +305,14 @@ async fn a_changed_recorded_result_makes_the_program_diverge_and_nothing_runs() 
         Pausing::with(RunCodeConfig::default().paused_runs(Some(Arc::new(Tampering::default()))));
     let v = p.run(THREE_CALLS).await;
     assert_eq!(v["status"], "paused");
-    let error = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let error = p.approve(&v, 2).await.unwrap_err();
     assert_eq!(
         error,
         "the resumed program did not do what it did before it paused, so it was stopped and nothing more ran: call 2: the program called tools.write with other arguments than the recorded run: at /text it passed \"x7\" where the recorded run passed \"x1\"; the paused run is kept"
     );
     assert_eq!(p.counts(), (1, 0));
     // Kept: a second attempt finds it (and diverges the same way: the journal is the same).
-    let again = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let again = p.approve(&v, 2).await.unwrap_err();
     assert_eq!(again, error);
     assert_eq!(p.counts(), (1, 0));
 }
@@ -328,10 +322,7 @@ async fn a_tool_whose_answer_changed_is_not_asked_again_on_replay() {
     let p = Pausing::new();
     let v = p.run(THREE_CALLS).await;
     // `step` would answer `ran: 2` now; the replay gives the recorded answer.
-    let done = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap();
+    let done = p.approve(&v, 2).await.unwrap();
     assert_eq!(done["result"][1], "wrote x1");
     assert_eq!(p.counts(), (2, 1));
 }
@@ -344,20 +335,14 @@ async fn a_changed_tool_set_is_refused_and_the_run_kept() {
         .registry
         .register(test_tool("extra").returns(json!(1)))
         .unwrap();
-    let error = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let error = p.approve(&v, 2).await.unwrap_err();
     assert_eq!(
         error,
         "the run cannot resume, because the tools changed since it paused: tool extra is new"
     );
     assert_eq!(p.counts(), (1, 0));
     drop(extra);
-    let done = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap();
+    let done = p.approve(&v, 2).await.unwrap();
     assert_eq!(done["status"], "ok");
     assert_eq!(p.counts(), (2, 1));
     p.handles.clear();
@@ -405,10 +390,7 @@ async fn an_expired_run_cannot_be_resumed() {
     let p = Pausing::with(RunCodeConfig::default().paused_ttl(Duration::ZERO));
     let v = p.run(THREE_CALLS).await;
     assert_eq!(v["status"], "paused");
-    let error = p
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let error = p.approve(&v, 2).await.unwrap_err();
     assert!(error.contains("has expired"), "{error}");
     assert_eq!(p.counts(), (1, 0));
 }
@@ -527,10 +509,7 @@ async fn a_run_resumes_only_under_the_host_settings_it_paused_under() {
     let first = Pausing::with(config("/a"));
     let v = first.run(THREE_CALLS).await;
     let other = Pausing::with(config("/b"));
-    let error = other
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap_err();
+    let error = other.approve(&v, 2).await.unwrap_err();
     assert_eq!(
         error,
         "the run cannot resume here: it paused under other host settings ({\"root\":\"/a\"}) than this host's ({\"root\":\"/b\"})"
@@ -538,10 +517,7 @@ async fn a_run_resumes_only_under_the_host_settings_it_paused_under() {
     assert_eq!(other.counts(), (0, 0));
     // Kept: the host it paused under resumes it.
     let same = Pausing::with(config("/a"));
-    let done = same
-        .resume(&v["paused"]["id"], json!([{"call": 2, "approve": true}]))
-        .await
-        .unwrap();
+    let done = same.approve(&v, 2).await.unwrap();
     assert_eq!(done["status"], "ok");
     assert_eq!(same.counts(), (1, 1));
 }
