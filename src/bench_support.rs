@@ -4,6 +4,8 @@
 //! No engine type appears here: what drives the engine lives in the sandbox and is only
 //! re-exported.
 
+use serde_json::{Map, Value};
+
 pub use crate::sandbox::bench::{Crossing, time_round_trips};
 
 /// Presents a run's console `lines` and `result` as `run_code` does, capped to `cap`
@@ -11,10 +13,10 @@ pub use crate::sandbox::bench::{Crossing, time_round_trips};
 /// `spill_dir` (when given), then the preview is built. Returns the canonical value.
 pub fn cap_output(
     lines: Vec<String>,
-    result: serde_json::Value,
+    result: Value,
     cap: usize,
     spill_dir: Option<&std::path::Path>,
-) -> serde_json::Value {
+) -> Value {
     let config = crate::run_code::RunCodeConfig::default()
         .output_cap(cap)
         .spill(spill_dir.map(crate::run_code::SpillConfig::new));
@@ -28,7 +30,7 @@ pub fn cap_output(
 pub fn register_listed_tools(
     registry: &crate::Registry,
     server: &str,
-    list: &serde_json::Value,
+    list: &Value,
 ) -> Vec<crate::ToolHandle> {
     use crate::schema::{ParameterSchema, ValueSchema};
     let tools = list["tools"]
@@ -74,4 +76,50 @@ pub fn prepare_program(source: &str) -> Result<String, String> {
                 .unwrap_or_default();
             format!("{}{position}: {}", e.kind.name(), e.message)
         })
+}
+
+/// Whether two JSON values are the same value as ECMAScript sees them (what a crossing of
+/// the sandbox boundary must keep): numbers compared as numbers (an integer exactly, a
+/// fraction by its `f64`, `-0` apart from `0`), everything else exactly, but for the order
+/// of array-index keys (ECMAScript, "OrdinaryOwnPropertyKeys").
+pub fn same_json_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (xs, ys) = (x.to_string(), y.to_string());
+            if xs == ys {
+                return true;
+            }
+            let integer = |s: &str| !s.contains(['.', 'e', 'E']);
+            if integer(&xs) && integer(&ys) {
+                return false;
+            }
+            match (xs.parse::<f64>(), ys.parse::<f64>()) {
+                (Ok(p), Ok(q)) => p == q && p.is_sign_negative() == q.is_sign_negative(),
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_json_value(p, q))
+        }
+        // ECMAScript orders an object's own keys: array indices ("0", "1", …) first, in
+        // ascending order, then the other keys in the order they were made. Those keep
+        // their order; every key keeps its value.
+        (Value::Object(x), Value::Object(y)) => {
+            let named = |m: &Map<String, Value>| -> Vec<String> {
+                m.keys().filter(|k| !is_index(k)).cloned().collect()
+            };
+            x.len() == y.len()
+                && named(x) == named(y)
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| same_json_value(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `key` is an array index as ECMAScript defines it: the canonical decimal form of
+/// an integer from 0 to 2^32 - 2.
+fn is_index(key: &str) -> bool {
+    key.parse::<u32>()
+        .is_ok_and(|n| n != u32::MAX && n.to_string() == key)
 }

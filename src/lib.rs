@@ -66,6 +66,7 @@ mod dispatch;
 pub mod manifest;
 pub mod mcp;
 mod program;
+pub mod report;
 pub mod run_code;
 mod sandbox;
 pub mod schema;
@@ -100,7 +101,7 @@ pub mod hooks {
     pub use crate::dispatch::{
         Approval, Approver, Around, Deadline, Decision, Guard, HookHandle, Metrics,
         MetricsSnapshot, Next, Observer, PostExecute, PostOutcome, PreExecute, Progress,
-        ProgressSink, Retry, ToolMetrics, around_fn,
+        ProgressSink, Retry, RunUsage, ToolMetrics, around_fn,
     };
 }
 

@@ -214,6 +214,14 @@ impl Exec {
         }
     }
 
+    /// Tells the registry's observers what this call's sandboxed run used
+    /// ([`super::Observer::run_finished`]).
+    pub(crate) fn run_finished(&self, usage: &super::RunUsage) {
+        if let Some(registry) = self.inner.registry.upgrade() {
+            super::observe::run_finished(&registry.inner.hooks.snapshot(), self, usage);
+        }
+    }
+
     /// Where this call's progress reports go besides the observers: the calls it makes
     /// (a `run_code` program's) report there too.
     pub(crate) fn progress_sink(&self) -> Option<&super::ProgressSink> {

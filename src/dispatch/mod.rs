@@ -29,7 +29,7 @@ pub use call::{Arguments, CallId, CallToken, Exec};
 pub use card::{CallCard, CardRecord, Hunk, Location, ResultCard, SearchGroup, SearchMatch};
 pub use guard::Guard;
 pub use hooks::HookHandle;
-pub use observe::{Observer, Progress, ProgressSink};
+pub use observe::{Observer, Progress, ProgressSink, RunUsage};
 pub use outcome::{Content, Outcome};
 pub use post_execute::{PostExecute, PostOutcome};
 pub use pre_execute::{Approval, Approver, Decision, PreExecute};

@@ -41,6 +41,34 @@ pub(crate) fn progress(hooks: &HookSet, exec: &Exec, progress: &Progress) {
     }
 }
 
+/// Tells every observer what a finished run used (see [`Observer::run_finished`]); a
+/// panicking observer is contained, as in [`notify`].
+pub(crate) fn run_finished(hooks: &HookSet, exec: &Exec, usage: &RunUsage) {
+    for (_, observer) in &hooks.observers {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| observer.run_finished(exec, usage))) {
+            tracing::warn!(tool = %exec.name(), "an observer panicked at a run's end: {}", panic_message(&p));
+        }
+    }
+}
+
+/// What one sandboxed run used, against the limits it ran under: reported by `run_code`
+/// (and `run_code_resume`) to the registry's observers when the program ends, before the
+/// call's outcome ([`Observer::run_finished`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunUsage {
+    /// Wall-clock time of the run, from its start to the program's end.
+    pub elapsed: std::time::Duration,
+    /// The most bytes the engine held at once, its prelude included (what
+    /// `Limits::memory` bounds); 0 when no engine started (a syntax error).
+    pub memory_peak: u64,
+    /// Tool calls the program made (what `Limits::max_tool_calls` bounds).
+    pub tool_calls: u64,
+    /// Bytes of console output, one more per line (what `Limits::max_console_bytes`
+    /// bounds).
+    pub console_bytes: u64,
+}
+
 /// Where one call's progress reports go besides the registry's observers, set with
 /// [`Request::report_progress_to`](super::Request::report_progress_to): the reports of
 /// the call and of every call made from inside it (a `run_code` program's calls), with the
@@ -123,6 +151,12 @@ pub trait Observer: Send + Sync + 'static {
     /// shows the call's pending card. Does nothing unless overridden; must not block.
     fn started(&self, exec: &Exec) {
         let _ = exec;
+    }
+
+    /// Sees what a `run_code` run used, when its program ends (`exec` is the `run_code`
+    /// call's). Does nothing unless overridden; must not block.
+    fn run_finished(&self, exec: &Exec, usage: &RunUsage) {
+        let _ = (exec, usage);
     }
 }
 

@@ -169,6 +169,8 @@ pub(super) const DIVERGED: &str = "the resumed program did not do what it did be
 pub(super) struct Run {
     pub(super) request: RunRequest,
     spill: Option<SharedSpill>,
+    /// The `run_code` call, told what the run used.
+    exec: Exec,
 }
 
 impl Run {
@@ -183,7 +185,9 @@ impl Run {
         timeout_ms: Option<u64>,
     ) -> Result<Value, ToolError> {
         let code = self.request.source.clone();
+        let started = std::time::Instant::now();
         let mut report = sandbox::run(self.request, config.engine_pool.as_ref()).await;
+        self.exec.run_finished(&report.usage(started.elapsed()));
         if let Some(divergence) = report.diverged.take() {
             return Err(ToolError::new(format!("{DIVERGED}{divergence}")));
         }
@@ -231,6 +235,7 @@ impl Run {
                     .then(|| Recorder::new(config.max_journal_bytes)),
             },
             spill,
+            exec: exec.clone(),
         }
     }
 }

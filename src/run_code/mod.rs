@@ -627,6 +627,7 @@ pub(crate) fn present_lines(lines: Vec<String>, result: Value, config: &RunCodeC
         calls: Vec::new(),
         paused: None,
         diverged: None,
+        memory_peak: 0,
     };
     present(report, spill, config, None)
 }

@@ -47,6 +47,8 @@ unsafe fn usable(ptr: *mut c_void) -> usize {
 pub(crate) struct LimitedAllocator {
     limit: usize,
     used: usize,
+    /// The most `used` has been, also kept in the flags for the run's report.
+    peak: usize,
     flags: Arc<RunFlags>,
 }
 
@@ -55,6 +57,7 @@ impl LimitedAllocator {
         LimitedAllocator {
             limit,
             used: 0,
+            peak: 0,
             flags,
         }
     }
@@ -66,6 +69,15 @@ impl LimitedAllocator {
 
     fn fits(&self, more: usize) -> bool {
         self.used.checked_add(more).is_some_and(|t| t <= self.limit)
+    }
+
+    /// Counts `bytes` more held, and notes a new high (a plain store, only when it rises).
+    fn grow(&mut self, bytes: usize) {
+        self.used += bytes;
+        if self.used > self.peak {
+            self.peak = self.used;
+            self.flags.memory_high(self.used);
+        }
     }
 }
 
@@ -84,7 +96,7 @@ unsafe impl Allocator for LimitedAllocator {
             return self.refuse();
         }
         // SAFETY: `ptr` is a live block from `malloc`.
-        self.used += unsafe { usable(ptr) };
+        self.grow(unsafe { usable(ptr) });
         ptr.cast()
     }
 
@@ -101,7 +113,7 @@ unsafe impl Allocator for LimitedAllocator {
             return self.refuse();
         }
         // SAFETY: `ptr` is a live block from `calloc`.
-        self.used += unsafe { usable(ptr) };
+        self.grow(unsafe { usable(ptr) });
         ptr.cast()
     }
 
@@ -131,7 +143,8 @@ unsafe impl Allocator for LimitedAllocator {
             if moved.is_null() {
                 return self.refuse();
             }
-            self.used = self.used.saturating_sub(old) + usable(moved);
+            self.used = self.used.saturating_sub(old);
+            self.grow(usable(moved));
             moved.cast()
         }
     }

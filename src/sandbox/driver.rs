@@ -83,6 +83,20 @@ pub(crate) struct RunReport {
     /// The resumed program did something else than its journal holds: the first
     /// difference (nothing was executed).
     pub(crate) diverged: Option<String>,
+    /// The most bytes the engine held (0 when no engine started).
+    pub(crate) memory_peak: usize,
+}
+
+impl RunReport {
+    /// What the run used, having taken `elapsed`.
+    pub(crate) fn usage(&self, elapsed: Duration) -> crate::dispatch::RunUsage {
+        crate::dispatch::RunUsage {
+            elapsed,
+            memory_peak: self.memory_peak as u64,
+            tool_calls: self.calls.len() as u64,
+            console_bytes: self.logs.total_bytes,
+        }
+    }
 }
 
 /// What a paused run leaves: its journal and the calls that wait for approval.
@@ -114,6 +128,7 @@ pub(crate) async fn run(mut request: RunRequest, pool: Option<&EnginePool>) -> R
         calls: Vec::new(),
         paused: None,
         diverged: None,
+        memory_peak: 0,
     };
     if request.source.len() > request.limits.max_source_bytes {
         return fail(ProgramError::limit(format!(
@@ -358,6 +373,7 @@ impl Parked {
             calls,
             paused,
             diverged,
+            memory_peak: self.flags.memory_peak(),
         }
     }
 }

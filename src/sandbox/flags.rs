@@ -2,7 +2,7 @@
 //! driver.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -34,6 +34,8 @@ pub(crate) struct RunFlags {
     /// The `run_code` call's signal, read by the interrupt handler: a program in a CPU
     /// loop never yields to the event loop, which is where the signal is awaited.
     signal: OnceLock<CancellationToken>,
+    /// The most bytes the engine has held (see `alloc.rs`).
+    memory_peak: AtomicUsize,
 }
 
 impl RunFlags {
@@ -44,6 +46,7 @@ impl RunFlags {
             deadline: AtomicU64::new(Self::nanos(base, deadline)),
             stop: AtomicU8::new(0),
             signal: OnceLock::new(),
+            memory_peak: AtomicUsize::new(0),
         }
     }
 
@@ -74,6 +77,16 @@ impl RunFlags {
         let _ = self
             .stop
             .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Notes a new high of the bytes the engine holds.
+    pub(crate) fn memory_high(&self, bytes: usize) {
+        self.memory_peak.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The most bytes the engine has held so far, its prelude included.
+    pub(crate) fn memory_peak(&self) -> usize {
+        self.memory_peak.load(Ordering::Relaxed)
     }
 
     pub(crate) fn out_of_memory(&self) {

@@ -81,6 +81,9 @@ pub(crate) struct CapturedLogs {
     pub(crate) dropped_newlines: usize,
     /// Whether every line also went to the sink (nothing is lost).
     pub(crate) streamed: bool,
+    /// Bytes of console output in all, one more per line for its line break (what
+    /// `Limits::max_console_bytes` bounds).
+    pub(crate) total_bytes: u64,
 }
 
 /// Keeps the head and tail of the console output and streams everything to a sink.
@@ -203,6 +206,7 @@ impl LogCapture {
             dropped_chars: self.dropped_chars,
             dropped_newlines: self.dropped_newlines,
             streamed: self.streaming && self.sink.is_some() && !self.sink_failed,
+            total_bytes: self.total_bytes,
         }
     }
 }

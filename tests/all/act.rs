@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Runs `codemode run - --json ARGS` over `root` with `program`; returns the exit code, the
 /// canonical value and stderr.
-fn run(root: &Path, args: &[&str], program: &str) -> (i32, Value, String) {
+pub(crate) fn run(root: &Path, args: &[&str], program: &str) -> (i32, Value, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
         .args(["run", "-", "--json", "--root", root.to_str().unwrap()])
         .args(args)
@@ -236,7 +236,7 @@ fn bash_returns_exit_codes_bounds_output_times_out_and_is_killed_with_its_run() 
 /// A loopback HTTP server for the tests: `/page` (HTML), `/text`, `/big` (2 MB),
 /// `/to-page` (a redirect to `/page`), `/away` (a redirect to `other`'s port), anything
 /// else 404. Serves until the test process ends.
-fn http_server(other: u16) -> u16 {
+pub(crate) fn http_server(other: u16) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {

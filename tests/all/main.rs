@@ -20,6 +20,7 @@ mod pause;
 mod pipeline;
 mod properties;
 mod readme;
+mod report;
 mod run_code;
 mod sandbox;
 mod schema;

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use codemode::bench_support::same_json_value;
 use codemode::run_code::Limits;
 use codemode::schema::ValueSchema;
 use proptest::prelude::*;
@@ -85,49 +86,6 @@ fn arb_value() -> impl Strategy<Value = Value> {
     })
 }
 
-/// Whether two JSON values are the same value: numbers compared as numbers (an integer
-/// exactly, a fraction by its `f64`), everything else exactly.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            let (xs, ys) = (x.to_string(), y.to_string());
-            if xs == ys {
-                return true;
-            }
-            let integer = |s: &str| !s.contains(['.', 'e', 'E']);
-            if integer(&xs) && integer(&ys) {
-                return false;
-            }
-            match (xs.parse::<f64>(), ys.parse::<f64>()) {
-                (Ok(p), Ok(q)) => p == q && p.is_sign_negative() == q.is_sign_negative(),
-                _ => false,
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
-        }
-        // ECMAScript orders an object's own keys: array indices ("0", "1", …) first, in
-        // ascending order, then the other keys in the order they were made. Those keep
-        // their order; every key keeps its value.
-        (Value::Object(x), Value::Object(y)) => {
-            let named = |m: &serde_json::Map<String, Value>| -> Vec<String> {
-                m.keys().filter(|k| !is_index(k)).cloned().collect()
-            };
-            x.len() == y.len()
-                && named(x) == named(y)
-                && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| same(p, q)))
-        }
-        _ => a == b,
-    }
-}
-
-/// Whether `key` is an array index as ECMAScript defines it: the canonical decimal form of
-/// an integer from 0 to 2^32 - 2.
-fn is_index(key: &str) -> bool {
-    key.parse::<u32>()
-        .is_ok_and(|n| n != u32::MAX && n.to_string() == key)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -169,8 +127,8 @@ proptest! {
         let out = rt.block_on(h.run("const {v} = await tools.give({}); await tools.take({v}); return [v]"));
         prop_assert_eq!(&out["status"], "ok", "{:#}", out);
         let received = taken.lock().unwrap().clone().unwrap();
-        prop_assert!(same(&received, &value), "into a tool: {} became {}", value, received);
-        prop_assert!(same(&out["result"][0], &value), "as the result: {} became {}", value, out["result"][0]);
+        prop_assert!(same_json_value(&received, &value), "into a tool: {} became {}", value, received);
+        prop_assert!(same_json_value(&out["result"][0], &value), "as the result: {} became {}", value, out["result"][0]);
     }
 }
 

@@ -22,11 +22,21 @@ fn readme_opens_with_the_two_commands_and_ci_runs_the_test_one() {
         .unwrap();
     assert!(root.join(example).is_file(), "{example} must exist");
     let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
-    let last = ci.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
-    assert_eq!(
-        last, test,
-        ".ci/run must end with the README's test command"
-    );
+    let lines: Vec<&str> = ci.lines().map(str::trim).collect();
+    let tests_at = lines
+        .iter()
+        .position(|l| *l == test)
+        .expect(".ci/run must run the README's test command");
+    // The fuzz targets run after the tests, for the times the README states.
+    let fuzz_at = lines
+        .iter()
+        .position(|l| *l == "tests/fuzz/run 30")
+        .expect(".ci/run must run every fuzz target for 30 s");
+    assert!(fuzz_at > tests_at, "the fuzzers run after the tests");
+    assert!(lines.contains(&"FUZZ_SANITIZER=address tests/fuzz/run 60 run"));
+    let readme_fuzz = readme.split("## Fuzzing").nth(1).unwrap();
+    assert!(readme_fuzz.contains("`tests/fuzz/run 30`"));
+    assert!(readme_fuzz.contains("`FUZZ_SANITIZER=address tests/fuzz/run 60 run`"));
     assert!(ci.contains("cargo fmt --all -- --check"));
     assert!(ci.contains("cargo clippy --all-targets -- -D warnings"));
 }

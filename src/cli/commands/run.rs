@@ -45,6 +45,11 @@ pub(crate) struct RunCommand {
     /// `token`/`parent` nest them).
     #[arg(long, value_name = "FILE")]
     cards: Option<PathBuf>,
+    /// Write a report of the run to FILE: one self-contained HTML page with a timeline of
+    /// every call, each call's cards, the console, the result or error with its line in the
+    /// program, and how close the run came to each limit (README, "Run reports").
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     /// Print only the result (or the error): no console lines, no progress on stderr.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub(crate) quiet: bool,
@@ -77,6 +82,16 @@ impl RunCommand {
     pub(crate) async fn execute(self) -> Result<ExitCode, SetupError> {
         let code = read_program(&self.program)?;
         self.perform(Work::Program(code)).await
+    }
+
+    /// What a report of this run is titled: the program's file name.
+    fn title(&self) -> String {
+        match self.program.as_str() {
+            "-" => "standard input".to_owned(),
+            path => std::path::Path::new(path)
+                .file_name()
+                .map_or(path.to_owned(), |n| n.to_string_lossy().into_owned()),
+        }
     }
 
     /// The run command given by `args` (the words after `codemode run`).
@@ -160,6 +175,24 @@ impl RunCommand {
                 )
             }
         };
+        // The report's file is made before the run, so that a path that cannot be written
+        // fails before anything runs.
+        let report = match &self.report {
+            None => None,
+            Some(path) => {
+                std::fs::File::create(path)
+                    .map_err(|e| SetupError(format!("--report {}: {e}", path.display())))?;
+                let recorder = codemode::report::RunRecorder::new();
+                let hook = tools.registry.observe(recorder.clone());
+                Some((
+                    path.clone(),
+                    recorder,
+                    hook,
+                    config.limits.clone(),
+                    config.output_cap,
+                ))
+            }
+        };
         let _run = tools
             .registry
             .register(run_code_tool(config.clone()))
@@ -168,6 +201,10 @@ impl RunCommand {
             .registry
             .register(run_code_resume_tool(config))
             .map_err(|e| SetupError(e.to_string()))?;
+        let program = match &work {
+            Work::Program(code) => code.clone(),
+            Work::Resume { .. } => String::new(),
+        };
         let (tool, arguments) = match work {
             Work::Program(code) => {
                 let mut arguments = json!({ "code": code });
@@ -194,12 +231,22 @@ impl RunCommand {
         drop(status);
         // Jobs the program's tools started end with the command.
         tools.registry.jobs().shutdown().await;
-        Ok(print_run(
+        let exit = print_run(
             &value,
             self.json,
             self.quiet,
             self.paused.paused_dir.as_deref(),
-        ))
+        );
+        if let Some((path, recorder, hook, limits, cap)) = report {
+            drop(hook);
+            let run = recorder.finish(self.title(), program, value, limits, cap);
+            if let Err(e) = std::fs::write(&path, codemode::report::render_html(&run)) {
+                // The run's output is printed; only the report is missing.
+                eprintln!("codemode: --report {}: {e}", path.display());
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Ok(exit)
     }
 }
 

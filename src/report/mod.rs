@@ -1,0 +1,313 @@
+//! The run report: one self-contained HTML file that shows what a run did (README, "Run
+//! reports").
+//!
+//! A [`RunRecorder`] is an [`Observer`]: registered on the registry before a run, it
+//! records every call that starts (its tool, arguments, parent, start time and call card)
+//! and every outcome (end time, status, result card, error), and what the run used
+//! ([`RunUsage`]). [`RunRecorder::finish`] joins that with the program text, the run's
+//! canonical value and the limits into a [`RecordedRun`]; [`render_html`] writes it out.
+//!
+//! What a report holds is bounded: every string of a call's arguments and cards is cut at
+//! [`MAX_STRING`] characters and every array or object at [`MAX_ITEMS`] members, with a
+//! marker saying how much was left out; past [`DETAIL_BUDGET`] bytes of such details, later
+//! calls keep only their timing and outcome. The program's result and console lines are
+//! the run's canonical value, which `run_code` has already capped as the model's preview:
+//! the report never holds more of them than the spill file does.
+
+mod html;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use html::{MAX_ROWS, render_html};
+
+use crate::dispatch::{CallToken, ErrorKind, Exec, Observer, Outcome, RunUsage};
+use crate::run_code::Limits;
+
+/// Most characters of one string kept in a call's arguments or cards.
+pub const MAX_STRING: usize = 4_000;
+/// Most members of one array or object kept in a call's arguments or cards.
+pub const MAX_ITEMS: usize = 200;
+/// Bytes of call details (arguments and cards, as JSON) a report keeps in all: 4 MiB.
+pub const DETAIL_BUDGET: usize = 4 << 20;
+
+/// Records the calls of a run for its report: register it with
+/// [`Registry::observe`](crate::Registry::observe) before the run, then
+/// [`finish`](RunRecorder::finish) it. Cheap to clone: clones share one record.
+#[derive(Clone, Default)]
+pub struct RunRecorder {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    origin: Option<Instant>,
+    calls: Vec<RecordedCall>,
+    by_token: HashMap<CallToken, usize>,
+    detail_bytes: usize,
+    usage: Option<RunUsage>,
+}
+
+/// How a recorded call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RecordedStatus {
+    /// It succeeded.
+    Ok,
+    /// It failed.
+    Error,
+    /// It was cancelled (the program ended, a deadline, the outer call cancelled).
+    Cancelled,
+    /// It waits for a decision: the run paused at it.
+    Paused,
+    /// It had not ended when the report was made.
+    Running,
+}
+
+/// One call of a recorded run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct RecordedCall {
+    /// Its call id in the registry.
+    pub id: u64,
+    /// The index in [`RecordedRun::calls`] of the call that made it (the `run_code` call
+    /// for a program's calls), when that call is recorded.
+    pub parent: Option<usize>,
+    /// The tool's name.
+    pub tool: String,
+    /// Microseconds from the first recorded call's start to this call's start.
+    pub start_us: u64,
+    /// Microseconds from the first recorded call's start to this call's end; `None` while
+    /// it runs.
+    pub end_us: Option<u64>,
+    /// How it ended.
+    pub status: RecordedStatus,
+    /// Its arguments, cut (`None` past the detail budget).
+    pub arguments: Option<Value>,
+    /// The card shown when it started ([`CallCard`](crate::cards::CallCard) as JSON), cut.
+    pub call_card: Option<Value>,
+    /// The card of its outcome ([`ResultCard`](crate::cards::ResultCard) as JSON), cut.
+    pub result_card: Option<Value>,
+    /// The failure's message, for a call that failed.
+    pub error: Option<String>,
+    /// Whether its details were left out because the report's detail budget was spent.
+    pub details_left_out: bool,
+}
+
+/// Everything a report shows: made by [`RunRecorder::finish`], drawn by [`render_html`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RecordedRun {
+    /// What the report is of, for its title (the program's file name, say).
+    pub title: String,
+    /// The program text as the model wrote it.
+    pub program: String,
+    /// The run's canonical value (`run_code`'s result: status, result or error, logs,
+    /// calls, spill).
+    pub output: Value,
+    /// Every recorded call, in the order they started.
+    pub calls: Vec<RecordedCall>,
+    /// What the run used, when the run reported it.
+    pub usage: Option<RunUsage>,
+    /// The limits the run ran under.
+    pub limits: Limits,
+    /// The output cap in characters (`RunCodeConfig::output_cap`).
+    pub output_cap: usize,
+}
+
+impl RunRecorder {
+    /// A recorder with nothing recorded.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The recorded run: the calls so far (a call still running is
+    /// [`RecordedStatus::Running`]), with the program text, the run's canonical value, its
+    /// limits and its output cap in characters.
+    pub fn finish(
+        &self,
+        title: impl Into<String>,
+        program: impl Into<String>,
+        output: Value,
+        limits: Limits,
+        output_cap: usize,
+    ) -> RecordedRun {
+        let st = self.lock();
+        RecordedRun {
+            title: title.into(),
+            program: program.into(),
+            output,
+            calls: st.calls.clone(),
+            usage: st.usage.clone(),
+            limits,
+            output_cap,
+        }
+    }
+}
+
+impl State {
+    fn micros(&mut self) -> u64 {
+        let origin = *self.origin.get_or_insert_with(Instant::now);
+        u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// `value` cut, or `None` once the detail budget is spent (which it then counts).
+    fn detail(&mut self, value: Value) -> Option<Value> {
+        if self.detail_bytes >= DETAIL_BUDGET {
+            return None;
+        }
+        let cut = cut(&value);
+        self.detail_bytes += serde_json::to_string(&cut).map_or(0, |s| s.len());
+        Some(cut)
+    }
+}
+
+impl Observer for RunRecorder {
+    fn started(&self, exec: &Exec) {
+        let card = exec
+            .registry()
+            .and_then(|r| r.get(exec.name()))
+            .map(|tool| serde_json::to_value(tool.present_call(exec.arguments())));
+        let mut st = self.lock();
+        let start_us = st.micros();
+        let parent = exec.parent().and_then(|p| st.by_token.get(&p).copied());
+        let arguments = st.detail((**exec.arguments()).clone());
+        let call_card = match (&arguments, card) {
+            (Some(_), Some(Ok(card))) => st.detail(card),
+            _ => None,
+        };
+        let index = st.calls.len();
+        st.by_token.insert(exec.token(), index);
+        st.calls.push(RecordedCall {
+            id: exec.call_id().get(),
+            parent,
+            tool: exec.name().to_owned(),
+            start_us,
+            end_us: None,
+            status: RecordedStatus::Running,
+            details_left_out: arguments.is_none(),
+            arguments,
+            call_card,
+            result_card: None,
+            error: None,
+        });
+    }
+
+    fn observe(&self, exec: &Exec, outcome: &Outcome) {
+        let card = exec
+            .registry()
+            .and_then(|r| r.get(exec.name()))
+            .map(|tool| serde_json::to_value(tool.present_result(exec.arguments(), outcome)));
+        // A run's call succeeds whatever its program did: its bar shows how the program ended.
+        let program = outcome
+            .value()
+            .filter(|_| {
+                [crate::run_code::RUN_CODE, crate::run_code::RUN_CODE_RESUME].contains(&exec.name())
+            })
+            .and_then(|v| v.get("status"))
+            .and_then(Value::as_str);
+        let status = match outcome.error_kind() {
+            None if program == Some("error") => RecordedStatus::Error,
+            None if program == Some("paused") => RecordedStatus::Paused,
+            None => RecordedStatus::Ok,
+            Some(ErrorKind::NeedsApproval) => RecordedStatus::Paused,
+            Some(ErrorKind::Cancelled) => RecordedStatus::Cancelled,
+            Some(_) => RecordedStatus::Error,
+        };
+        let mut st = self.lock();
+        let end_us = st.micros();
+        let Some(&index) = st.by_token.get(&exec.token()) else {
+            return;
+        };
+        let keep = !st.calls[index].details_left_out;
+        let result_card = match card {
+            Some(Ok(card)) if keep => st.detail(card),
+            _ => None,
+        };
+        let call = &mut st.calls[index];
+        call.end_us = Some(end_us);
+        call.status = status;
+        call.result_card = result_card;
+        call.error = outcome
+            .error_info()
+            .map(|e| cut_text(e.message(), MAX_STRING));
+    }
+
+    fn run_finished(&self, _exec: &Exec, usage: &RunUsage) {
+        self.lock().usage = Some(usage.clone());
+    }
+}
+
+/// `value` with every string cut at [`MAX_STRING`] characters and every array or object at
+/// [`MAX_ITEMS`] members, each cut marked.
+fn cut(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(cut_text(s, MAX_STRING)),
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items.iter().take(MAX_ITEMS).map(cut).collect();
+            if items.len() > MAX_ITEMS {
+                kept.push(Value::String(format!(
+                    "… [cut: {} more items]",
+                    items.len() - MAX_ITEMS
+                )));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(members) => {
+            let mut kept: Map<String, Value> = members
+                .iter()
+                .take(MAX_ITEMS)
+                .map(|(k, v)| (cut_text(k, MAX_STRING), cut(v)))
+                .collect();
+            if members.len() > MAX_ITEMS {
+                kept.insert(
+                    "…".to_owned(),
+                    Value::String(format!("[cut: {} more members]", members.len() - MAX_ITEMS)),
+                );
+            }
+            Value::Object(kept)
+        }
+        other => other.clone(),
+    }
+}
+
+/// `text` cut at `max` characters, with a marker saying how many more there were.
+pub(crate) fn cut_text(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((at, _)) => {
+            let more = text[at..].chars().count();
+            format!("{}… [cut: {more} more characters]", &text[..at])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_strings_and_lists_are_cut_with_a_marker() {
+        let long = "é".repeat(MAX_STRING + 5);
+        let value = json!({"s": long, "a": (0..MAX_ITEMS + 3).collect::<Vec<_>>()});
+        let c = cut(&value);
+        assert_eq!(
+            c["s"].as_str().unwrap(),
+            format!("{}… [cut: 5 more characters]", "é".repeat(MAX_STRING))
+        );
+        let a = c["a"].as_array().unwrap();
+        assert_eq!(a.len(), MAX_ITEMS + 1);
+        assert_eq!(a[MAX_ITEMS], "… [cut: 3 more items]");
+        assert_eq!(cut_text("short", 10), "short");
+    }
+}
