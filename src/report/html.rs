@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::Digest as _;
 
 use super::{RecordedCall, RecordedRun, RecordedStatus};
@@ -60,15 +60,17 @@ pub fn render_html(run: &RecordedRun) -> String {
     outcome(&mut html, run);
     console(&mut html, run);
     program(&mut html, run);
-    let data = json!({
-        "rows": layout.rows,
-        "span_us": layout.span_us,
-        "calls": run.calls.iter().zip(&layout.placed).map(|(c, p)| call_data(c, p)).collect::<Vec<_>>(),
-    });
+    html.push_str("<script type=\"application/json\" id=\"report-data\">");
+    let data = Data {
+        rows: layout.rows,
+        span_us: layout.span_us,
+        calls: Calls(&run.calls, &layout.placed),
+    };
+    // Written straight into the page, escaped on the way: no copy of the calls.
+    let _ = serde_json::to_writer(ScriptText(&mut html), &data);
     let _ = write!(
         html,
-        "<script type=\"application/json\" id=\"report-data\">{}</script>\n<script>{SCRIPT}</script>\n</body></html>\n",
-        script_json(&data)
+        "</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
     );
     html
 }
@@ -92,28 +94,102 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // Bidirectional controls would reorder what is shown: shown as their names.
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                let _ = write!(out, "⟨U+{:04X}⟩", u32::from(c));
+            }
             c => out.push(c),
         }
     }
     out
 }
 
-/// `value` as JSON that can stand inside a `<script>` element: no `<`, `>` or `&` (so no
-/// `</script>` or `<!--`), and no U+2028 or U+2029.
-fn script_json(value: &Value) -> String {
-    let text = serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned());
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
+/// Appends JSON to a page so that it can stand inside a `<script>` element: `<`, `>` and
+/// `&` (so no `</script>` or `<!--`) and U+2028 and U+2029 as `\\u` escapes, which JSON
+/// reads back as the same characters. serde_json writes whole UTF-8 sequences, so each
+/// write is text.
+struct ScriptText<'a>(&'a mut String);
+
+impl std::io::Write for ScriptText<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        for c in text.chars() {
+            match c {
+                '<' => self.0.push_str("\\u003c"),
+                '>' => self.0.push_str("\\u003e"),
+                '&' => self.0.push_str("\\u0026"),
+                '\u{2028}' => self.0.push_str("\\u2028"),
+                '\u{2029}' => self.0.push_str("\\u2029"),
+                c => self.0.push(c),
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The data block: `{"rows", "span_us", "calls": [call…]}`.
+#[derive(serde::Serialize)]
+struct Data<'a> {
+    rows: usize,
+    span_us: u64,
+    calls: Calls<'a>,
+}
+
+/// The calls with where each is drawn, serialized as [`CallData`] one by one.
+struct Calls<'a>(&'a [RecordedCall], &'a [Placed]);
+
+impl serde::Serialize for Calls<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().zip(self.1).map(|(c, p)| CallData::of(c, p)))
+    }
+}
+
+/// A call as the script reads it (short keys: a report may hold many).
+#[derive(serde::Serialize)]
+struct CallData<'a> {
+    id: u64,
+    tool: &'a str,
+    s: u64,
+    e: Option<u64>,
+    st: RecordedStatus,
+    r: usize,
+    d: usize,
+    p: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    a: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cc: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rc: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    er: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    x: bool,
+}
+
+impl<'a> CallData<'a> {
+    fn of(c: &'a RecordedCall, p: &Placed) -> Self {
+        CallData {
+            id: c.id,
+            tool: &c.tool,
+            s: c.start_us,
+            e: c.end_us,
+            st: c.status,
+            r: p.row,
+            d: p.depth,
+            p: c.parent,
+            a: c.arguments.as_ref(),
+            cc: c.call_card.as_ref(),
+            rc: c.result_card.as_ref(),
+            er: c.error.as_deref(),
+            x: c.details_left_out,
         }
     }
-    out
 }
 
 /// Where each call is drawn.
@@ -173,7 +249,19 @@ impl Layout {
             *lanes = ends.len();
         }
         let total: usize = lanes_at.iter().sum();
-        let first: Vec<usize> = lanes_at
+        // Past MAX_ROWS lanes, each depth gets rows in proportion to its lanes (at least
+        // one), so that no call shares a row with a call of another depth.
+        let rows_at: Vec<usize> = lanes_at
+            .iter()
+            .map(|&n| {
+                if total > MAX_ROWS {
+                    (n * MAX_ROWS / total).max(1)
+                } else {
+                    n
+                }
+            })
+            .collect();
+        let first_row: Vec<usize> = rows_at
             .iter()
             .scan(0, |at, n| {
                 let here = *at;
@@ -181,17 +269,13 @@ impl Layout {
                 Some(here)
             })
             .collect();
-        let rows = total.clamp(1, MAX_ROWS);
+        let rows = rows_at.iter().sum::<usize>().max(1);
         let placed = (0..calls.len())
             .map(|i| {
-                let lane = first[depth[i]] + lane[i];
+                let d = depth[i];
                 Placed {
-                    depth: depth[i],
-                    row: if total > MAX_ROWS {
-                        lane * MAX_ROWS / total
-                    } else {
-                        lane
-                    },
+                    depth: d,
+                    row: first_row[d] + lane[i] * rows_at[d] / lanes_at[d].max(1),
                 }
             })
             .collect();
@@ -202,37 +286,6 @@ impl Layout {
             most_nested_in_flight,
         }
     }
-}
-
-/// A call as the script reads it (short keys: a report may hold many).
-fn call_data(c: &RecordedCall, p: &Placed) -> Value {
-    let mut v = json!({
-        "id": c.id,
-        "tool": c.tool,
-        "s": c.start_us,
-        "e": c.end_us,
-        "st": c.status,
-        "r": p.row,
-        "d": p.depth,
-        "p": c.parent,
-    });
-    let detail = [
-        ("a", c.arguments.as_ref()),
-        ("cc", c.call_card.as_ref()),
-        ("rc", c.result_card.as_ref()),
-    ];
-    for (key, value) in detail {
-        if let Some(value) = value {
-            v[key] = value.clone();
-        }
-    }
-    if let Some(error) = &c.error {
-        v["er"] = json!(error);
-    }
-    if c.details_left_out {
-        v["x"] = json!(true);
-    }
-    v
 }
 
 fn status_of(output: &Value) -> &str {
@@ -260,7 +313,11 @@ fn summary(html: &mut String, run: &RecordedRun) {
         let _ = write!(html, "{} ms · ", usage.elapsed.as_millis());
     }
     let made = run.calls.iter().filter(|c| c.parent.is_some()).count();
-    let _ = write!(html, "{made} calls, {failed} failed</p>");
+    let _ = write!(
+        html,
+        "{made} tool call{} from the program, {failed} failed</p>",
+        if made == 1 { "" } else { "s" }
+    );
     if let Some(e) = run.output.get("error") {
         let _ = write!(
             html,
@@ -336,7 +393,7 @@ fn limits(html: &mut String, run: &RecordedRun, layout: &Layout) {
         let limit_text = unit.show(limit);
         let share = used.map_or(String::new(), |u| {
             format!(
-                "<meter min=\"0\" max=\"{limit}\" low=\"{}\" high=\"{}\" value=\"{u}\"></meter> {}%",
+                "<meter min=\"0\" max=\"{limit}\" low=\"{}\" high=\"{}\" optimum=\"0\" value=\"{u}\"></meter> {}%",
                 limit / 2,
                 limit / 10 * 9,
                 u.saturating_mul(100).checked_div(limit).unwrap_or(0)
@@ -374,6 +431,31 @@ impl Unit {
 
 fn outcome(html: &mut String, run: &RecordedRun) {
     html.push_str("<section id=\"outcome\">");
+    if let Some(paused) = run.output.get("paused") {
+        let id = paused.get("id").and_then(Value::as_str).unwrap_or_default();
+        let _ = write!(
+            html,
+            "<h2>Paused</h2><p>The run waits for a decision on these calls; it goes on with <code>codemode resume {}</code> (or <code>run_code_resume</code>).</p><ul class=\"approvals\">",
+            escape(id)
+        );
+        for a in paused
+            .get("approvals")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or_default();
+            let _ = write!(
+                html,
+                "<li>call {} <code>{}</code>: {}</li>",
+                a.get("call").and_then(Value::as_u64).unwrap_or(0),
+                escape(text("tool")),
+                escape(text("prompt"))
+            );
+        }
+        html.push_str("</ul></section>\n");
+        return;
+    }
     match run.output.get("error") {
         Some(e) => {
             let _ = write!(
@@ -444,6 +526,45 @@ fn console(html: &mut String, run: &RecordedRun) {
     html.push_str("</div></section>\n");
 }
 
+/// The lines of a program as ECMAScript counts them (its line terminators: LF, CR, CRLF,
+/// U+2028, U+2029), so that an error's line is the line shown.
+fn source_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text.find(['\n', '\r', '\u{2028}', '\u{2029}']) {
+            None => {
+                rest = None;
+                (!text.is_empty()).then_some(text)
+            }
+            Some(at) => {
+                let end = if text[at..].starts_with("\r\n") {
+                    at + 2
+                } else {
+                    at + text[at..].chars().next().map_or(1, char::len_utf8)
+                };
+                rest = Some(&text[end..]);
+                Some(&text[..at])
+            }
+        }
+    })
+}
+
+/// What goes before the caret under `line` to point at 1-based `column` (UTF-16 code
+/// units, as the engine counts): a tab where the line has one, a space for anything else.
+fn caret_pad(line: &str, column: u64) -> String {
+    let mut units = column.saturating_sub(1).min(2_000);
+    let mut pad = String::new();
+    for c in line.chars() {
+        if units == 0 {
+            break;
+        }
+        pad.push(if c == '\t' { '\t' } else { ' ' });
+        units = units.saturating_sub(c.len_utf16() as u64);
+    }
+    pad
+}
+
 fn program(html: &mut String, run: &RecordedRun) {
     let error = run.output.get("error");
     let error_at = error
@@ -456,7 +577,7 @@ fn program(html: &mut String, run: &RecordedRun) {
             "<p class=\"note\">The program's text is not part of this report (a resumed run).</p>",
         );
     }
-    for (i, line) in run.program.lines().enumerate() {
+    for (i, line) in source_lines(&run.program).enumerate() {
         let n = i + 1;
         let marked = error_at == Some(n);
         let _ = write!(
@@ -470,11 +591,7 @@ fn program(html: &mut String, run: &RecordedRun) {
             let _ = write!(
                 html,
                 "<div class=\"error-note\"><span class=\"no\"></span><code>{}^ {}</code></div>",
-                " ".repeat(
-                    usize::try_from(column.saturating_sub(1))
-                        .unwrap_or(0)
-                        .min(400)
-                ),
+                caret_pad(line, column),
                 escape(&error_line(e))
             );
         }
@@ -485,6 +602,16 @@ fn program(html: &mut String, run: &RecordedRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lines_end_where_ecmascript_ends_them() {
+        let lines: Vec<&str> = source_lines("a\r\nb\rc\u{2028}d\ne\n").collect();
+        assert_eq!(lines, ["a", "b", "c", "d", "e"]);
+        assert_eq!(source_lines("").count(), 0);
+        assert_eq!(caret_pad("\t\tx = 1", 5), "\t\t  ");
+        assert_eq!(escape("a\u{202e}b"), "a⟨U+202E⟩b");
+    }
 
     #[test]
     fn escaping_leaves_no_markup() {
@@ -492,8 +619,14 @@ mod tests {
             escape("<script>a&b\"c'</script>"),
             "&lt;script&gt;a&amp;b&quot;c&#39;&lt;/script&gt;"
         );
-        let data = script_json(&json!({"x": "</script><!--\u{2028}&"}));
+        let mut data = String::new();
+        serde_json::to_writer(
+            ScriptText(&mut data),
+            &json!({"x": "</script><!--\u{2028}&"}),
+        )
+        .unwrap();
         assert!(!data.contains('<') && !data.contains('>') && !data.contains('&'));
+        assert!(!data.contains('\u{2028}'));
         assert_eq!(
             serde_json::from_str::<Value>(&data).unwrap(),
             json!({"x": "</script><!--\u{2028}&"})

@@ -7,10 +7,11 @@
 //! ([`RunUsage`]). [`RunRecorder::finish`] joins that with the program text, the run's
 //! canonical value and the limits into a [`RecordedRun`]; [`render_html`] writes it out.
 //!
-//! What a report holds is bounded: every string of a call's arguments and cards is cut at
-//! [`MAX_STRING`] characters and every array or object at [`MAX_ITEMS`] members, with a
-//! marker saying how much was left out; past [`DETAIL_BUDGET`] bytes of such details, later
-//! calls keep only their timing and outcome. The program's result and console lines are
+//! What a report holds is bounded: every string of a call's arguments, cards and error is
+//! cut at [`MAX_STRING`] characters and every array or object at [`MAX_ITEMS`] members,
+//! with a marker saying how much was left out (a string `"… [cut: N more items]"` as an
+//! array's last item); past [`DETAIL_BUDGET`] bytes of such details (as they take in the
+//! page), later calls keep only their tool, timing and outcome. The program's result and console lines are
 //! the run's canonical value, which `run_code` has already capped as the model's preview:
 //! the report never holds more of them than the spill file does.
 
@@ -93,7 +94,7 @@ pub struct RecordedCall {
     pub call_card: Option<Value>,
     /// The card of its outcome ([`ResultCard`](crate::cards::ResultCard) as JSON), cut.
     pub result_card: Option<Value>,
-    /// The failure's message, for a call that failed.
+    /// The failure's message, for a call that failed (cut; `None` past the detail budget).
     pub error: Option<String>,
     /// Whether its details were left out because the report's detail budget was spent.
     pub details_left_out: bool,
@@ -130,9 +131,10 @@ impl RunRecorder {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The recorded run: the calls so far (a call still running is
-    /// [`RecordedStatus::Running`]), with the program text, the run's canonical value, its
-    /// limits and its output cap in characters.
+    /// The recorded run, taken out of the recorder (which starts afresh): the calls so far
+    /// (a call still running is [`RecordedStatus::Running`]), with the program text, the
+    /// run's canonical value (`output`: its final value, for a run that went on as a job),
+    /// its limits and its output cap in characters.
     pub fn finish(
         &self,
         title: impl Into<String>,
@@ -141,13 +143,26 @@ impl RunRecorder {
         limits: Limits,
         output_cap: usize,
     ) -> RecordedRun {
-        let st = self.lock();
+        let mut st = self.lock();
+        let mut calls = std::mem::take(&mut st.calls);
+        st.by_token.clear();
+        // A run that went on as a job ended as its final value says.
+        let status = match output.get("status").and_then(Value::as_str) {
+            Some("ok") => RecordedStatus::Ok,
+            Some("paused") => RecordedStatus::Paused,
+            _ => RecordedStatus::Error,
+        };
+        for call in &mut calls {
+            if call.status == RecordedStatus::Running && call.end_us.is_some() {
+                call.status = status;
+            }
+        }
         RecordedRun {
             title: title.into(),
             program: program.into(),
             output,
-            calls: st.calls.clone(),
-            usage: st.usage.clone(),
+            calls,
+            usage: st.usage.take(),
             limits,
             output_cap,
         }
@@ -160,30 +175,55 @@ impl State {
         u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
-    /// `value` cut, or `None` once the detail budget is spent (which it then counts).
-    fn detail(&mut self, value: Value) -> Option<Value> {
-        if self.detail_bytes >= DETAIL_BUDGET {
+    fn spent(&self) -> bool {
+        self.detail_bytes >= DETAIL_BUDGET
+    }
+
+    /// `value` cut, or `None` once the detail budget is spent; counts what it keeps as the
+    /// bytes it takes in the page.
+    fn detail(&mut self, value: &Value) -> Option<Value> {
+        if self.spent() {
             return None;
         }
-        let cut = cut(&value);
-        self.detail_bytes += serde_json::to_string(&cut).map_or(0, |s| s.len());
+        let cut = cut(value);
+        self.detail_bytes += serde_json::to_string(&cut).map_or(0, |s| page_bytes(&s));
         Some(cut)
     }
 }
 
+/// Bytes `json` takes in the page's data block, where `<`, `>` and `&` take six bytes
+/// each and U+2028 and U+2029 take six instead of three.
+pub(crate) fn page_bytes(json: &str) -> usize {
+    json.len()
+        + json
+            .chars()
+            .map(|c| match c {
+                '<' | '>' | '&' => 5,
+                '\u{2028}' | '\u{2029}' => 3,
+                _ => 0,
+            })
+            .sum::<usize>()
+}
+
+/// Whether `tool` is a tool that runs programs, whose call succeeds whatever its program
+/// did.
+fn runs_programs(tool: &str) -> bool {
+    [crate::run_code::RUN_CODE, crate::run_code::RUN_CODE_RESUME].contains(&tool)
+}
+
 impl Observer for RunRecorder {
     fn started(&self, exec: &Exec) {
-        let card = exec
-            .registry()
-            .and_then(|r| r.get(exec.name()))
-            .map(|tool| serde_json::to_value(tool.present_call(exec.arguments())));
         let mut st = self.lock();
         let start_us = st.micros();
         let parent = exec.parent().and_then(|p| st.by_token.get(&p).copied());
-        let arguments = st.detail((**exec.arguments()).clone());
-        let call_card = match (&arguments, card) {
-            (Some(_), Some(Ok(card))) => st.detail(card),
-            _ => None,
+        let arguments = st.detail(exec.arguments());
+        let call_card = if arguments.is_some() {
+            exec.registry()
+                .and_then(|r| r.get(exec.name()))
+                .and_then(|tool| serde_json::to_value(tool.present_call(exec.arguments())).ok())
+                .and_then(|card| st.detail(&card))
+        } else {
+            None
         };
         let index = st.calls.len();
         st.by_token.insert(exec.token(), index);
@@ -203,21 +243,17 @@ impl Observer for RunRecorder {
     }
 
     fn observe(&self, exec: &Exec, outcome: &Outcome) {
-        let card = exec
-            .registry()
-            .and_then(|r| r.get(exec.name()))
-            .map(|tool| serde_json::to_value(tool.present_result(exec.arguments(), outcome)));
-        // A run's call succeeds whatever its program did: its bar shows how the program ended.
+        // A run's call succeeds whatever its program did: its bar shows how the program
+        // ended, or that it goes on as a background job (`yield_after_ms`).
         let program = outcome
             .value()
-            .filter(|_| {
-                [crate::run_code::RUN_CODE, crate::run_code::RUN_CODE_RESUME].contains(&exec.name())
-            })
+            .filter(|_| runs_programs(exec.name()))
             .and_then(|v| v.get("status"))
             .and_then(Value::as_str);
         let status = match outcome.error_kind() {
             None if program == Some("error") => RecordedStatus::Error,
             None if program == Some("paused") => RecordedStatus::Paused,
+            None if program == Some("running") => RecordedStatus::Running,
             None => RecordedStatus::Ok,
             Some(ErrorKind::NeedsApproval) => RecordedStatus::Paused,
             Some(ErrorKind::Cancelled) => RecordedStatus::Cancelled,
@@ -228,22 +264,42 @@ impl Observer for RunRecorder {
         let Some(&index) = st.by_token.get(&exec.token()) else {
             return;
         };
+        if status == RecordedStatus::Running {
+            // The run went on as a job: its end comes with `run_finished`.
+            return;
+        }
         let keep = !st.calls[index].details_left_out;
-        let result_card = match card {
-            Some(Ok(card)) if keep => st.detail(card),
+        let result_card = if keep {
+            exec.registry()
+                .and_then(|r| r.get(exec.name()))
+                .and_then(|tool| {
+                    serde_json::to_value(tool.present_result(exec.arguments(), outcome)).ok()
+                })
+                .and_then(|card| st.detail(&card))
+        } else {
+            None
+        };
+        let error = match outcome.error_info() {
+            Some(e) if keep => st.detail(&Value::String(e.message().to_owned())),
             _ => None,
         };
         let call = &mut st.calls[index];
-        call.end_us = Some(end_us);
+        call.end_us = Some(call.end_us.map_or(end_us, |e| e.max(end_us)));
         call.status = status;
         call.result_card = result_card;
-        call.error = outcome
-            .error_info()
-            .map(|e| cut_text(e.message(), MAX_STRING));
+        call.error = error.and_then(|e| e.as_str().map(str::to_owned));
     }
 
-    fn run_finished(&self, _exec: &Exec, usage: &RunUsage) {
-        self.lock().usage = Some(usage.clone());
+    fn run_finished(&self, exec: &Exec, usage: &RunUsage) {
+        let mut st = self.lock();
+        let end_us = st.micros();
+        st.usage = Some(usage.clone());
+        // A run that went on as a job ends here, after its call answered.
+        if let Some(&index) = st.by_token.get(&exec.token())
+            && st.calls[index].status == RecordedStatus::Running
+        {
+            st.calls[index].end_us = Some(end_us);
+        }
     }
 }
 

@@ -10,11 +10,28 @@
   var LEFT = 8;
   var COLORS = { ok: "#2f9e5a", error: "#d43d3d", cancelled: "#8c8c8c", paused: "#d99a00", running: "#5b7bea" };
 
+  // Bidirectional controls would reorder what is shown: shown as their names.
+  var BIDI = /[\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return String(text).replace(BIDI, function (c) {
+      return "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase() + "\u27e9";
+    });
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) e.textContent = shown(text);
     return e;
+  }
+  // A list the report cut ends with the string "… [cut: N more items]": its items, and N.
+  function parts(list) {
+    list = Array.isArray(list) ? list : [];
+    var last = list[list.length - 1];
+    var m = typeof last === "string" && /^\u2026 \[cut: (\d+) more items\]$/.exec(last);
+    return m ? { items: list.slice(0, -1), more: Number(m[1]) } : { items: list, more: 0 };
+  }
+  function cutNote(box, more, what) {
+    if (more > 0) box.appendChild(el("div", "left-out", "The report left out " + more + " more " + what + "."));
   }
   function ms(c) {
     if (c.e === null || c.e === undefined) return "running";
@@ -51,12 +68,14 @@
     return box;
   }
   function locations(box, list) {
-    if (!list || !list.length) return;
+    var p = parts(list);
+    if (!p.items.length) return;
     var ul = el("ul", "locations");
-    list.forEach(function (l) {
+    p.items.forEach(function (l) {
       ul.appendChild(el("li", "mono", l.path + (l.line ? ":" + l.line : "")));
     });
     box.appendChild(ul);
+    cutNote(box, p.more, "places");
   }
   function resultCard(card) {
     var box = el("div", "card card-" + card.card);
@@ -66,34 +85,51 @@
     } else if (card.card === "diff") {
       box.appendChild(el("div", "card-title", "Changed " + card.path));
       var pre = el("pre", "diff-hunks");
-      card.hunks.forEach(function (h) {
+      var hunks = parts(card.hunks);
+      hunks.items.forEach(function (h) {
+        var olds = parts(h.old_lines);
+        var news = parts(h.new_lines);
         pre.appendChild(el("span", "hunk-head ctx",
-          "@@ -" + h.old_start + "," + h.old_lines.length + " +" + h.new_start + "," + h.new_lines.length + " @@"));
-        h.old_lines.forEach(function (l) { pre.appendChild(el("span", "del", "-" + l)); });
-        h.new_lines.forEach(function (l) { pre.appendChild(el("span", "add", "+" + l)); });
+          "@@ -" + h.old_start + "," + (olds.items.length + olds.more) +
+          " +" + h.new_start + "," + (news.items.length + news.more) + " @@"));
+        olds.items.forEach(function (l) { pre.appendChild(el("span", "del", "-" + l)); });
+        if (olds.more) pre.appendChild(el("span", "left-out ctx", "  (" + olds.more + " more lines left out)"));
+        news.items.forEach(function (l) { pre.appendChild(el("span", "add", "+" + l)); });
+        if (news.more) pre.appendChild(el("span", "left-out ctx", "  (" + news.more + " more lines left out)"));
       });
       box.appendChild(pre);
+      cutNote(box, hunks.more, "hunks");
     } else if (card.card === "search") {
-      var shown = 0;
-      card.groups.forEach(function (g) {
+      // What the tool returned (its own cut: `truncated`), then what the report kept.
+      var returned = 0;
+      var kept = 0;
+      var groups = parts(card.groups);
+      groups.items.forEach(function (g) {
         box.appendChild(el("div", "search-file mono", g.path));
         var ol = el("ol", "search-matches");
-        g.matches.forEach(function (m) {
+        var matches = parts(g.matches);
+        matches.items.forEach(function (m) {
           var li = el("li", "search-match mono");
           li.appendChild(el("span", "ln", m.line));
-          li.appendChild(document.createTextNode(m.text));
+          li.appendChild(document.createTextNode(shown(m.text)));
           ol.appendChild(li);
-          shown += 1;
         });
         box.appendChild(ol);
+        cutNote(box, matches.more, "matches in this file");
+        returned += matches.items.length + matches.more;
+        kept += matches.items.length;
       });
-      if (card.paths.length) {
+      cutNote(box, groups.more, "files");
+      var paths = parts(card.paths);
+      if (paths.items.length) {
         var ul = el("ul", "search-paths");
-        card.paths.forEach(function (p) { ul.appendChild(el("li", "mono", p)); });
+        paths.items.forEach(function (p) { ul.appendChild(el("li", "mono", p)); });
         box.appendChild(ul);
-        shown += card.paths.length;
+        cutNote(box, paths.more, "paths");
       }
-      if (card.truncated) box.appendChild(el("div", "truncated", "truncated: " + shown + " of " + card.total));
+      returned += paths.items.length + paths.more;
+      kept += paths.items.length;
+      if (card.truncated) box.appendChild(el("div", "truncated", "truncated: " + returned + " of " + card.total));
       else box.appendChild(el("div", "card-kind", card.total + (card.total === 1 ? " match" : " matches")));
     } else if (card.card === "web") {
       box.appendChild(el("div", "card-kind", card.kind));
@@ -115,7 +151,8 @@
     }
     if (c.cc) into.appendChild(callCard(c.cc));
     if (c.rc) into.appendChild(resultCard(c.rc));
-    if (c.er && !(c.rc && c.rc.is_error)) into.appendChild(el("pre", "error", c.er));
+    // The result card shows a failure itself; the message stands alone without one.
+    if (c.er && !c.rc) into.appendChild(el("pre", "error", c.er));
     if (c.a !== undefined) {
       var args = el("details", "arguments");
       args.appendChild(el("summary", "card-label", "arguments"));

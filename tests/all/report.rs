@@ -196,7 +196,7 @@ fn a_report_holds_every_call_its_cards_the_console_and_the_error_line() {
 
     // The limits, with what the run used.
     assert!(html.contains(
-        "<tr data-limit=\"tool calls\"><td>tool calls</td><td>8</td><td>10000</td><td><meter min=\"0\" max=\"10000\" low=\"5000\" high=\"9000\" value=\"8\"></meter> 0%</td></tr>"
+        "<tr data-limit=\"tool calls\"><td>tool calls</td><td>8</td><td>10000</td><td><meter min=\"0\" max=\"10000\" low=\"5000\" high=\"9000\" optimum=\"0\" value=\"8\"></meter> 0%</td></tr>"
     ));
     assert!(
         html.contains(
@@ -346,7 +346,13 @@ fn a_report_of_ten_thousand_calls_stays_small_and_opens() {
     registry
         .register(
             codemode::Tool::builder("lookup")
-                .execute(|args, _e| async move { Ok(json!({"echo": (*args).clone()})) })
+                .execute(|args, _e| async move {
+                    // Every other call fails with a message as long as its arguments.
+                    if args["i"].as_u64().unwrap_or(0) % 2 == 1 {
+                        return Err(codemode::ToolError::new(args["pad"].to_string()));
+                    }
+                    Ok(json!({"echo": (*args).clone()}))
+                })
                 .build()
                 .unwrap(),
         )
@@ -354,11 +360,12 @@ fn a_report_of_ten_thousand_calls_stays_small_and_opens() {
         .forget();
     let recorder = RunRecorder::new();
     let _hook = registry.observe(recorder.clone());
-    // Each call carries 1 KB, so that the details pass the report's budget.
-    let program = "const pad = 'x'.repeat(1000);\n\
+    // Each call carries 3 000 characters that take six bytes each in the page, and half
+    // fail with as long a message, so that the details pass the report's budget.
+    let program = "const pad = '<'.repeat(3000);\n\
         const all = [];\n\
         for (let i = 0; i < 10000; i++) all.push(tools.lookup({i, pad}));\n\
-        const got = await Promise.all(all);\n\
+        const got = await Promise.allSettled(all);\n\
         return got.length";
     let value = rt
         .block_on(registry.call("run_code", json!({"code": program})))
@@ -367,13 +374,25 @@ fn a_report_of_ten_thousand_calls_stays_small_and_opens() {
     assert_eq!(value["result"], 10_000, "{value}");
     let run = recorder.finish("ten thousand", program, value, limits, cap);
     assert_eq!(run.calls.len(), 10_001);
-    assert!(run.calls.iter().all(|c| c.status == RecordedStatus::Ok));
+    let failed = run
+        .calls
+        .iter()
+        .filter(|c| c.status == RecordedStatus::Error)
+        .count();
+    assert_eq!(failed, 5_000);
     let left_out = run.calls.iter().filter(|c| c.details_left_out).count();
-    assert!(left_out > 5_000 && left_out < 10_000, "{left_out}");
+    assert!(left_out > 9_000 && left_out < 10_000, "{left_out}");
+    assert!(
+        run.calls
+            .iter()
+            .filter(|c| c.details_left_out)
+            .all(|c| c.error.is_none() && c.result_card.is_none())
+    );
     let usage = run.usage.clone().unwrap();
     assert_eq!(usage.tool_calls, 10_000);
     let html = render_html(&run);
-    assert!(html.len() < 8 << 20, "{} bytes", html.len());
+    // The details' budget (4 MiB as they take in the page) and about 100 bytes a call.
+    assert!(html.len() < 6 << 20, "{} bytes", html.len());
     let data = data_of(&html);
     assert!(data["rows"].as_u64().unwrap() <= codemode::report::MAX_ROWS as u64);
     let page = artifact("report-10000-calls.html");
@@ -476,4 +495,131 @@ fn observers_are_told_what_a_run_used() {
     );
     assert!(usage.elapsed > Duration::ZERO);
     assert_eq!(run.calls.len(), 4);
+}
+
+/// Runs `program` with `codemode run - --report REPORT ARGS` in `root`; the exit code and
+/// the report.
+fn run_with_report(root: &Path, args: &[&str], program: &str) -> (i32, String) {
+    let report = root.join("report.html");
+    let mut all = vec!["--report", report.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, value, err) = run(root, &all, program);
+    assert!(report.exists(), "{value} {err}");
+    (code, std::fs::read_to_string(report).unwrap())
+}
+
+#[test]
+fn lists_the_report_cut_are_drawn_with_what_was_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..250 {
+        std::fs::write(dir.path().join(format!("f{i:03}.txt")), "x\n").unwrap();
+    }
+    std::fs::write(dir.path().join("many.log"), "hit\nmiss\n".repeat(300)).unwrap();
+    let program = "const g = await tools.glob({pattern: '*.txt'});\n\
+        const m = await tools.grep({pattern: 'hit', glob: '*.log'});\n\
+        return [g.total, m.total]";
+    let (code, html) = run_with_report(dir.path(), &[], program);
+    assert_eq!(code, 0);
+    let data = data_of(&html);
+    let glob = &data["calls"][1]["rc"];
+    assert_eq!(glob["paths"].as_array().unwrap().len(), 201);
+    assert_eq!(glob["paths"][200], "… [cut: 50 more items]");
+    let Some(browser) = chromium() else { return };
+    let page = dir.path().join("report.html");
+    let dom = headless(browser, &page, &["--dump-dom"]);
+    assert_eq!(
+        dom.matches("<li class=\"call ").count(),
+        3,
+        "the page drew its calls"
+    );
+    assert!(dom.contains(">The report left out 50 more paths.</div>"));
+    assert!(dom.contains(">250 matches</div>"));
+    assert!(dom.contains(">The report left out 100 more matches in this file.</div>"));
+    assert!(dom.contains(">300 matches</div>"));
+}
+
+#[test]
+fn a_run_that_goes_on_as_a_job_is_drawn_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let program = "await tools.glob({pattern: '*'});\n\
+        await new Promise(r => setTimeout(r, 300));\n\
+        await tools.glob({pattern: '*.txt'});\n\
+        return 'done'";
+    let (code, html) = run_with_report(dir.path(), &["--yield-after", "50ms"], program);
+    assert_eq!(code, 0);
+    let data = data_of(&html);
+    let calls = data["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0]["tool"], "run_code");
+    assert_eq!(calls[0]["st"], "ok");
+    // The run's bar ends after its last call, not when its call answered "running".
+    assert!(
+        calls[0]["e"].as_u64() >= calls[2]["e"].as_u64(),
+        "{calls:?}"
+    );
+    assert!(calls[0]["e"].as_u64().unwrap() - calls[0]["s"].as_u64().unwrap() >= 300_000);
+    assert!(
+        calls[0].get("rc").is_none(),
+        "no card of the answer meant for the model"
+    );
+    assert!(html.contains("<pre class=\"result\">&quot;done&quot;</pre>"));
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_report_and_an_earlier_one_stays() {
+    for earlier in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("run.html");
+        if earlier {
+            std::fs::write(&report, "earlier").unwrap();
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .args(["run", "-", "--allow", "shell", "--report"])
+            .arg(&report)
+            .arg("--root")
+            .arg(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(b"await tools.bash({command: 'sleep 20'})")
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130));
+        if earlier {
+            assert_eq!(std::fs::read_to_string(&report).unwrap(), "earlier");
+        } else {
+            assert!(!report.exists());
+        }
+    }
+}
+
+#[test]
+fn a_paused_run_s_report_names_the_calls_that_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let paused = dir.path().join("paused");
+    let (code, html) = run_with_report(
+        dir.path(),
+        &["--ask", "--paused-dir", paused.to_str().unwrap()],
+        "await tools.write_file({path: 'a.txt', content: 'x'}); return 1",
+    );
+    assert_eq!(code, 3);
+    assert!(html.contains("<h2>Paused</h2>"));
+    assert!(
+        html.contains("<li>call 1 <code>write_file</code>: "),
+        "{html}"
+    );
+    let data = data_of(&html);
+    assert_eq!(data["calls"][0]["st"], "paused");
+    assert_eq!(data["calls"][1]["st"], "paused");
 }

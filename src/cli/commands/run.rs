@@ -175,17 +175,20 @@ impl RunCommand {
                 )
             }
         };
-        // The report's file is made before the run, so that a path that cannot be written
-        // fails before anything runs.
         let report = match &self.report {
             None => None,
             Some(path) => {
-                std::fs::File::create(path)
-                    .map_err(|e| SetupError(format!("--report {}: {e}", path.display())))?;
+                if self.cards.as_deref() == Some(path.as_path()) {
+                    return Err(SetupError(format!(
+                        "--report and --cards name the same file ({}); give each its own",
+                        path.display()
+                    )));
+                }
+                let file = ReportFile::open(path)?;
                 let recorder = codemode::report::RunRecorder::new();
                 let hook = tools.registry.observe(recorder.clone());
                 Some((
-                    path.clone(),
+                    file,
                     recorder,
                     hook,
                     config.limits.clone(),
@@ -237,16 +240,56 @@ impl RunCommand {
             self.quiet,
             self.paused.paused_dir.as_deref(),
         );
-        if let Some((path, recorder, hook, limits, cap)) = report {
+        if let Some((mut file, recorder, hook, limits, cap)) = report {
             drop(hook);
             let run = recorder.finish(self.title(), program, value, limits, cap);
-            if let Err(e) = std::fs::write(&path, codemode::report::render_html(&run)) {
+            if let Err(e) = file.write(&codemode::report::render_html(&run)) {
                 // The run's output is printed; only the report is missing.
-                eprintln!("codemode: --report {}: {e}", path.display());
+                eprintln!("codemode: --report {}: {e}", file.path.display());
                 return Ok(ExitCode::from(2));
             }
         }
         Ok(exit)
+    }
+}
+
+/// The file `--report` names, checked before the run: writable, and not a folder. A file
+/// that was there is left as it is until the report replaces it; one made for the check is
+/// removed again when no report is written (the run was interrupted).
+struct ReportFile {
+    path: PathBuf,
+    made: bool,
+    written: bool,
+}
+
+impl ReportFile {
+    fn open(path: &std::path::Path) -> Result<ReportFile, SetupError> {
+        let made = !path.exists();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| SetupError(format!("--report {}: {e}", path.display())))?;
+        Ok(ReportFile {
+            path: path.to_owned(),
+            made,
+            written: false,
+        })
+    }
+
+    fn write(&mut self, html: &str) -> std::io::Result<()> {
+        std::fs::write(&self.path, html)?;
+        self.written = true;
+        Ok(())
+    }
+}
+
+impl Drop for ReportFile {
+    fn drop(&mut self) {
+        if self.made && !self.written {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
