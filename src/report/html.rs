@@ -435,7 +435,7 @@ fn outcome(html: &mut String, run: &RecordedRun) {
         let id = paused.get("id").and_then(Value::as_str).unwrap_or_default();
         let _ = write!(
             html,
-            "<h2>Paused</h2><p>The run waits for a decision on these calls; it goes on with <code>codemode resume {}</code> (or <code>run_code_resume</code>).</p><ul class=\"approvals\">",
+            "<h2>Paused</h2><p>The run waits for a decision on these calls; it goes on with <code>codemode resume {} --approve N</code> (or <code>--deny N</code>, or <code>run_code_resume</code>), where N counts the program's own calls from 1: it is not the #number of the call list.</p><ul class=\"approvals\">",
             escape(id)
         );
         for a in paused
@@ -447,7 +447,7 @@ fn outcome(html: &mut String, run: &RecordedRun) {
             let text = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or_default();
             let _ = write!(
                 html,
-                "<li>call {} <code>{}</code>: {}</li>",
+                "<li>N = {} <code>{}</code>: {}</li>",
                 a.get("call").and_then(Value::as_u64).unwrap_or(0),
                 escape(text("tool")),
                 escape(text("prompt"))

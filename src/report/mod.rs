@@ -8,12 +8,13 @@
 //! canonical value and the limits into a [`RecordedRun`]; [`render_html`] writes it out.
 //!
 //! What a report holds is bounded: every string of a call's arguments, cards and error is
-//! cut at [`MAX_STRING`] characters and every array or object at [`MAX_ITEMS`] members,
-//! with a marker saying how much was left out (a string `"… [cut: N more items]"` as an
-//! array's last item); past [`DETAIL_BUDGET`] bytes of such details (as they take in the
-//! page), later calls keep only their tool, timing and outcome. The program's result and console lines are
-//! the run's canonical value, which `run_code` has already capped as the model's preview:
-//! the report never holds more of them than the spill file does.
+//! cut at [`MAX_STRING`] characters, every array or object at [`MAX_ITEMS`] members, and
+//! each of them as a whole at [`MAX_DETAIL`] bytes as it takes in the page, with a marker
+//! saying how much was left out (a cut array becomes `{"items", "left_out"}`); past
+//! [`DETAIL_BUDGET`] bytes of such details, later calls keep only their tool, timing and
+//! outcome. The program's result and console lines are the run's canonical value, which
+//! `run_code` has already capped as the model's preview: the report never holds more of
+//! them than the spill file does.
 
 mod html;
 
@@ -33,8 +34,12 @@ use crate::run_code::Limits;
 pub const MAX_STRING: usize = 4_000;
 /// Most members of one array or object kept in a call's arguments or cards.
 pub const MAX_ITEMS: usize = 200;
-/// Bytes of call details (arguments and cards, as JSON) a report keeps in all: 4 MiB.
+/// Bytes of call details (arguments, cards and errors, as JSON in the page) a report keeps
+/// in all: 4 MiB.
 pub const DETAIL_BUDGET: usize = 4 << 20;
+/// Most bytes one detail (a call's arguments, one of its cards, its error) takes in the
+/// page: 64 KiB.
+pub const MAX_DETAIL: usize = 64 << 10;
 
 /// Records the calls of a run for its report: register it with
 /// [`Registry::observe`](crate::Registry::observe) before the run, then
@@ -303,47 +308,93 @@ impl Observer for RunRecorder {
     }
 }
 
-/// `value` with every string cut at [`MAX_STRING`] characters and every array or object at
-/// [`MAX_ITEMS`] members, each cut marked.
+/// What a detail keeps of `value`: see [`Cutter`].
 fn cut(value: &Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(cut_text(s, MAX_STRING)),
-        Value::Array(items) => {
-            let mut kept: Vec<Value> = items.iter().take(MAX_ITEMS).map(cut).collect();
-            if items.len() > MAX_ITEMS {
-                kept.push(Value::String(format!(
-                    "… [cut: {} more items]",
-                    items.len() - MAX_ITEMS
-                )));
+    Cutter { left: MAX_DETAIL }.value(value)
+}
+
+/// Cuts a value to what a report keeps of it: every string at [`MAX_STRING`] characters,
+/// every array or object at [`MAX_ITEMS`] members, and the whole at [`MAX_DETAIL`] bytes as
+/// it takes in the page (`left`, counted down). A cut string ends with
+/// `… [cut: N more characters]`; a cut array becomes `{"items": [...], "left_out": N}` (no
+/// list a card holds is an object, so this cannot be mistaken for one); a cut object gets a
+/// last member `"…": "[cut: N more members]"`.
+struct Cutter {
+    left: usize,
+}
+
+impl Cutter {
+    fn value(&mut self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(items) => {
+                let mut kept = Vec::new();
+                for item in items {
+                    if kept.len() == MAX_ITEMS || self.left == 0 {
+                        break;
+                    }
+                    kept.push(self.value(item));
+                }
+                let left_out = items.len() - kept.len();
+                if left_out == 0 {
+                    Value::Array(kept)
+                } else {
+                    serde_json::json!({"items": kept, "left_out": left_out})
+                }
             }
-            Value::Array(kept)
-        }
-        Value::Object(members) => {
-            let mut kept: Map<String, Value> = members
-                .iter()
-                .take(MAX_ITEMS)
-                .map(|(k, v)| (cut_text(k, MAX_STRING), cut(v)))
-                .collect();
-            if members.len() > MAX_ITEMS {
-                kept.insert(
-                    "…".to_owned(),
-                    Value::String(format!("[cut: {} more members]", members.len() - MAX_ITEMS)),
-                );
+            Value::Object(members) => {
+                let mut kept = Map::new();
+                let mut taken = 0;
+                for (k, v) in members {
+                    if taken == MAX_ITEMS || self.left == 0 {
+                        break;
+                    }
+                    let key = self.text(k);
+                    let v = self.value(v);
+                    kept.insert(key, v);
+                    taken += 1;
+                }
+                if taken < members.len() {
+                    kept.insert(
+                        "…".to_owned(),
+                        Value::String(format!("[cut: {} more members]", members.len() - taken)),
+                    );
+                }
+                Value::Object(kept)
             }
-            Value::Object(kept)
+            other => {
+                self.left = self.left.saturating_sub(8);
+                other.clone()
+            }
         }
-        other => other.clone(),
+    }
+
+    fn text(&mut self, text: &str) -> String {
+        let mut end = 0;
+        for (count, (at, c)) in text.char_indices().enumerate() {
+            let cost = char_page_bytes(c);
+            if count == MAX_STRING || cost > self.left {
+                break;
+            }
+            self.left -= cost;
+            end = at + c.len_utf8();
+        }
+        self.left = self.left.saturating_sub(2);
+        if end == text.len() {
+            text.to_owned()
+        } else {
+            let more = text[end..].chars().count();
+            format!("{}… [cut: {more} more characters]", &text[..end])
+        }
     }
 }
 
-/// `text` cut at `max` characters, with a marker saying how many more there were.
-pub(crate) fn cut_text(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((at, _)) => {
-            let more = text[at..].chars().count();
-            format!("{}… [cut: {more} more characters]", &text[..at])
-        }
+/// Bytes `c` takes inside a JSON string in the page's data block.
+fn char_page_bytes(c: char) -> usize {
+    match c {
+        '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\u{0}'..='\u{1f}' => 6,
+        '"' | '\\' => 2,
+        c => c.len_utf8(),
     }
 }
 
@@ -361,9 +412,19 @@ mod tests {
             c["s"].as_str().unwrap(),
             format!("{}… [cut: 5 more characters]", "é".repeat(MAX_STRING))
         );
-        let a = c["a"].as_array().unwrap();
-        assert_eq!(a.len(), MAX_ITEMS + 1);
-        assert_eq!(a[MAX_ITEMS], "… [cut: 3 more items]");
-        assert_eq!(cut_text("short", 10), "short");
+        assert_eq!(c["a"]["items"].as_array().unwrap().len(), MAX_ITEMS);
+        assert_eq!(c["a"]["left_out"], 3);
+        assert_eq!(cut(&json!(["short"])), json!(["short"]));
+    }
+
+    #[test]
+    fn one_detail_is_bounded_however_it_nests() {
+        // 200 × 200 strings of 100 `<`: 24 MB in the page uncut.
+        let row: Vec<String> = vec!["<".repeat(100); 200];
+        let value = json!(vec![row; 200]);
+        let c = cut(&value);
+        let bytes = page_bytes(&serde_json::to_string(&c).unwrap());
+        assert!(bytes <= MAX_DETAIL + 1_000, "{bytes}");
+        assert!(c["left_out"].as_u64().unwrap() > 150, "{}", c["left_out"]);
     }
 }

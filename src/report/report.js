@@ -23,12 +23,12 @@
     if (text !== undefined && text !== null) e.textContent = shown(text);
     return e;
   }
-  // A list the report cut ends with the string "… [cut: N more items]": its items, and N.
+  // A list the report cut is {items, left_out} (a card's lists are arrays otherwise):
+  // its items, and how many more there were.
   function parts(list) {
-    list = Array.isArray(list) ? list : [];
-    var last = list[list.length - 1];
-    var m = typeof last === "string" && /^\u2026 \[cut: (\d+) more items\]$/.exec(last);
-    return m ? { items: list.slice(0, -1), more: Number(m[1]) } : { items: list, more: 0 };
+    if (Array.isArray(list)) return { items: list, more: 0 };
+    if (list && Array.isArray(list.items)) return { items: list.items, more: Number(list.left_out) || 0 };
+    return { items: [], more: 0 };
   }
   function cutNote(box, more, what) {
     if (more > 0) box.appendChild(el("div", "left-out", "The report left out " + more + " more " + what + "."));
@@ -293,7 +293,7 @@
     var text = "#" + c.id + " " + c.tool + "\n" + ms(c) + " · " + c.st;
     if (c.a !== undefined) text += "\n" + JSON.stringify(c.a).slice(0, 300);
     if (c.er) text += "\n" + c.er.slice(0, 300);
-    tip.textContent = text;
+    tip.textContent = shown(text);
     tip.hidden = false;
     var box = canvas.getBoundingClientRect();
     tip.style.left = Math.min(ev.clientX - box.left + 12, width - 300) + "px";

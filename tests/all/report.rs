@@ -408,6 +408,27 @@ fn a_report_of_ten_thousand_calls_stays_small_and_opens() {
 }
 
 #[test]
+fn cards_and_report_must_be_two_files_and_nothing_is_touched_when_they_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let cards = dir.path().join("out.jsonl");
+    std::fs::write(&cards, "PRECIOUS").unwrap();
+    std::os::unix::fs::symlink(&cards, dir.path().join("link.jsonl")).unwrap();
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+    for report in ["./out.jsonl", "link.jsonl", "sub/../out.jsonl"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .current_dir(dir.path())
+            .args(["run", "-", "--cards", "out.jsonl", "--report", report])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{report}: {err}");
+        assert!(err.contains("name the same file"), "{err}");
+        assert_eq!(std::fs::read_to_string(&cards).unwrap(), "PRECIOUS");
+    }
+}
+
+#[test]
 fn a_report_that_cannot_be_written_fails_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/folder/run.html");
@@ -507,23 +528,28 @@ fn lists_the_report_cut_are_drawn_with_what_was_left_out() {
         std::fs::write(dir.path().join(format!("f{i:03}.txt")), "x\n").unwrap();
     }
     std::fs::write(dir.path().join("many.log"), "hit\nmiss\n".repeat(300)).unwrap();
+    // A name that reads like the report's own mark of a cut list.
+    std::fs::write(dir.path().join("… [cut: 999 more items]"), "").unwrap();
     let program = "const g = await tools.glob({pattern: '*.txt'});\n\
         const m = await tools.grep({pattern: 'hit', glob: '*.log'});\n\
-        return [g.total, m.total]";
+        const odd = await tools.glob({pattern: '…*'});\n\
+        return [g.total, m.total, odd.total]";
     let (code, html) = run_with_report(dir.path(), &[], program);
     assert_eq!(code, 0);
     let data = data_of(&html);
     let glob = &data["calls"][1]["rc"];
-    assert_eq!(glob["paths"].as_array().unwrap().len(), 201);
-    assert_eq!(glob["paths"][200], "… [cut: 50 more items]");
+    assert_eq!(glob["paths"]["items"].as_array().unwrap().len(), 200);
+    assert_eq!(glob["paths"]["left_out"], 50);
     let Some(browser) = chromium() else { return };
     let page = dir.path().join("report.html");
     let dom = headless(browser, &page, &["--dump-dom"]);
     assert_eq!(
         dom.matches("<li class=\"call ").count(),
-        3,
+        4,
         "the page drew its calls"
     );
+    assert!(dom.contains("<li class=\"mono\">… [cut: 999 more items]</li>"));
+    assert!(!dom.contains("999 more paths"));
     assert!(dom.contains(">The report left out 50 more paths.</div>"));
     assert!(dom.contains(">250 matches</div>"));
     assert!(dom.contains(">The report left out 100 more matches in this file.</div>"));
@@ -608,7 +634,7 @@ fn a_paused_run_s_report_names_the_calls_that_wait() {
     assert_eq!(code, 3);
     assert!(html.contains("<h2>Paused</h2>"));
     assert!(
-        html.contains("<li>call 1 <code>write_file</code>: "),
+        html.contains("<li>N = 1 <code>write_file</code>: "),
         "{html}"
     );
     let data = data_of(&html);

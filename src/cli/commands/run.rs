@@ -112,6 +112,15 @@ impl RunCommand {
 
     /// Sets up the tools, limits and observers of this command line and does `work`.
     pub(crate) async fn perform(self, work: Work) -> Result<ExitCode, SetupError> {
+        if let (Some(report), Some(cards)) = (&self.report, &self.cards)
+            && same_file(report, cards)
+        {
+            return Err(SetupError(format!(
+                "--report {} and --cards {} name the same file; give each its own",
+                report.display(),
+                cards.display()
+            )));
+        }
         let tools = self.tools.load(false).await?;
         let root = self
             .tools
@@ -178,12 +187,6 @@ impl RunCommand {
         let report = match &self.report {
             None => None,
             Some(path) => {
-                if self.cards.as_deref() == Some(path.as_path()) {
-                    return Err(SetupError(format!(
-                        "--report and --cards name the same file ({}); give each its own",
-                        path.display()
-                    )));
-                }
                 let file = ReportFile::open(path)?;
                 let recorder = codemode::report::RunRecorder::new();
                 let hook = tools.registry.observe(recorder.clone());
@@ -250,6 +253,24 @@ impl RunCommand {
             }
         }
         Ok(exit)
+    }
+}
+
+/// Whether two paths name the same file, whether or not it exists yet: each resolved
+/// (symbolic links and `..` followed) as far as it exists.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let resolve = |p: &std::path::Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let parent = match p.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => std::path::Path::new("."),
+            };
+            Some(std::fs::canonicalize(parent).ok()?.join(p.file_name()?))
+        })
+    };
+    match (resolve(a), resolve(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
     }
 }
 
