@@ -78,6 +78,25 @@ pub fn prepare_program(source: &str) -> Result<String, String> {
         })
 }
 
+/// For the fuzz targets: a panic raised inside swc's parser (one of its debug assertions,
+/// which the program preparation contains and reports as an `InternalError`) unwinds to
+/// where it is caught; every other panic goes to the hook installed before (libFuzzer's,
+/// which aborts). Installs the hook once, however often it is called.
+pub fn tolerate_parser_assertions() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_parser = info
+                .location()
+                .is_some_and(|l| l.file().contains("swc_ecma_parser"));
+            if !in_parser {
+                before(info);
+            }
+        }));
+    });
+}
+
 /// Whether two JSON values are the same value as ECMAScript sees them (what a crossing of
 /// the sandbox boundary must keep): numbers compared as numbers (an integer exactly, a
 /// fraction by its `f64`, `-0` apart from `0`), everything else exactly, but for the order

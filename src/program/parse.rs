@@ -31,13 +31,15 @@ const STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
 ///
 /// # Errors
 /// A `LimitError` when no such thread can be started, an `InternalError` when the parse
-/// panicked.
+/// panicked (swc asserts things of the text in builds with debug assertions, and a fuzzer
+/// found text that fails one).
 pub(crate) fn with_parse_stack<R: Send>(
     len: usize,
     f: impl FnOnce() -> R + Send,
 ) -> Result<R, SourceError> {
     if len <= INLINE_PARSE_BYTES {
-        return Ok(f());
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .map_err(|_| parser_failed());
     }
     let stack = len.saturating_mul(STACK_PER_BYTE).saturating_add(1 << 20);
     std::thread::scope(|scope| {
@@ -54,13 +56,18 @@ pub(crate) fn with_parse_stack<R: Send>(
                 line: None,
                 column: None,
             })?;
-        parser.join().map_err(|_| SourceError {
-            kind: SourceErrorKind::Internal,
-            message: "the parser failed on this program".into(),
-            line: None,
-            column: None,
-        })
+        parser.join().map_err(|_| parser_failed())
     })
+}
+
+/// The error of a parse that panicked.
+fn parser_failed() -> SourceError {
+    SourceError {
+        kind: SourceErrorKind::Internal,
+        message: "the parser failed on this program (a defect of the parser, not of the program as such); check its syntax".into(),
+        line: None,
+        column: None,
+    }
 }
 
 /// A `SyntaxError` at byte `offset` of `text` (1-based line and character column).
@@ -334,6 +341,28 @@ mod tests {
                 Some(1)
             )
         );
+    }
+
+    /// Found by the `program_text` fuzz target: text that fails one of swc's own debug
+    /// assertions (`parse_args_or_pats`, one item before `=>`) where those are compiled in.
+    #[test]
+    fn text_that_trips_the_parsers_own_assertion_is_an_error_not_a_panic() {
+        let text = "(((((((s, new Promiseretur => setTimeout(r, ber = 5;\nreturn )10))]))))";
+        let Err(e) = crate::program::prepare(text) else {
+            panic!("it must not parse")
+        };
+        let expected = if cfg!(debug_assertions) {
+            "InternalError"
+        } else {
+            "SyntaxError"
+        };
+        assert_eq!(e.kind.name(), expected, "{}", e.message);
+        // Through the same path as a program too large to parse inline.
+        let padded = format!("{text}{}", " ".repeat(super::INLINE_PARSE_BYTES));
+        let Err(e) = crate::program::prepare(&padded) else {
+            panic!("it must not parse")
+        };
+        assert_eq!(e.kind.name(), expected, "{}", e.message);
     }
 
     #[test]

@@ -260,6 +260,7 @@ static HOST: LazyLock<Host> = LazyLock::new(|| {
 });
 
 fuzz_target!(|program: Vec<Stmt>| {
+    codemode::bench_support::tolerate_parser_assertions();
     let mut code = String::new();
     block(&mut code, &program, 4);
     let host = &*HOST;
