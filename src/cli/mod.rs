@@ -197,17 +197,20 @@ fn execute(cli: Cli) -> ExitCode {
             close_servers_unless_stopped().await;
             result
         } else {
-            // Stopped by a signal, the work is dropped: its MCP servers are killed below.
+            // Stopped by a signal, the work is dropped: its MCP servers are killed below. The
+            // signal is looked at first: work that also saw it (a run followed as a job ends
+            // its job on a signal) must not turn the signal's exit status into its own.
             tokio::select! {
-                result = work => {
-                    close_servers_unless_stopped().await;
-                    result
-                }
+                biased;
                 () = shutdown_signal() => {
                     eprintln!("codemode: stopped by a signal");
                     // A run that went on as a job (--yield-after) ends with its processes.
                     setup::shutdown_jobs(std::time::Duration::from_secs(5)).await;
                     Ok(ExitCode::from(130))
+                }
+                result = work => {
+                    close_servers_unless_stopped().await;
+                    result
                 }
             }
         };
