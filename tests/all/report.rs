@@ -95,6 +95,26 @@ fn headless(browser: &Path, page: &Path, args: &[&str]) -> String {
     reader.join().unwrap().unwrap()
 }
 
+/// A registry with `run_code` (under `limits` and an output cap of `cap` characters, no
+/// spill) and `tool`, and a recorder observing it (recording while the hook lives).
+fn recorded(
+    limits: Limits,
+    cap: usize,
+    tool: codemode::ToolBuilder,
+) -> (codemode::Registry, RunRecorder, codemode::hooks::HookHandle) {
+    let registry = codemode::Registry::new();
+    let config = RunCodeConfig::default()
+        .limits(limits)
+        .output_cap(cap)
+        .spill(None);
+    for t in [run_code_tool(config), tool.build().unwrap()] {
+        registry.register(t).unwrap().forget();
+    }
+    let recorder = RunRecorder::new();
+    let hook = registry.observe(recorder.clone());
+    (registry, recorder, hook)
+}
+
 /// The data block of a report, parsed.
 fn data_of(html: &str) -> Value {
     let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
@@ -323,35 +343,16 @@ fn the_policy_lets_no_script_run_but_the_reports_own() {
 #[test]
 fn a_report_of_ten_thousand_calls_stays_small_and_opens() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let registry = codemode::Registry::new();
     let limits = Limits::default().max_tool_calls(20_000);
     let cap = 20_000;
-    registry
-        .register(run_code_tool(
-            RunCodeConfig::default()
-                .limits(limits.clone())
-                .output_cap(cap)
-                .spill(None),
-        ))
-        .unwrap()
-        .forget();
-    registry
-        .register(
-            codemode::Tool::builder("lookup")
-                .execute(|args, _e| async move {
-                    // Every other call fails with a message as long as its arguments.
-                    if args["i"].as_u64().unwrap_or(0) % 2 == 1 {
-                        return Err(codemode::ToolError::new(args["pad"].to_string()));
-                    }
-                    Ok(json!({"echo": (*args).clone()}))
-                })
-                .build()
-                .unwrap(),
-        )
-        .unwrap()
-        .forget();
-    let recorder = RunRecorder::new();
-    let _hook = registry.observe(recorder.clone());
+    let lookup = codemode::Tool::builder("lookup").execute(|args, _e| async move {
+        // Every other call fails with a message as long as its arguments.
+        if args["i"].as_u64().unwrap_or(0) % 2 == 1 {
+            return Err(codemode::ToolError::new(args["pad"].to_string()));
+        }
+        Ok(json!({"echo": (*args).clone()}))
+    });
+    let (registry, recorder, _hook) = recorded(limits.clone(), cap, lookup);
     // Each call carries 3 000 characters that take six bytes each in the page, and half
     // fail with as long a message, so that the details pass the report's budget.
     let program = "const pad = '<'.repeat(3000);\n\
@@ -471,22 +472,8 @@ fn a_report_that_cannot_be_written_fails_before_the_run() {
 #[test]
 fn observers_are_told_what_a_run_used() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let registry = codemode::Registry::new();
-    registry
-        .register(run_code_tool(RunCodeConfig::default().spill(None)))
-        .unwrap()
-        .forget();
-    registry
-        .register(
-            codemode::Tool::builder("nop")
-                .execute(|_a, _e| async { Ok(json!(null)) })
-                .build()
-                .unwrap(),
-        )
-        .unwrap()
-        .forget();
-    let recorder = RunRecorder::new();
-    let _hook = registry.observe(recorder.clone());
+    let nop = codemode::Tool::builder("nop").execute(|_a, _e| async { Ok(json!(null)) });
+    let (registry, recorder, _hook) = recorded(Limits::default(), 20_000, nop);
     // About 8 MB held at once (a string of 4 M UTF-16 code units is 8 MB in the engine
     // only when it is not Latin-1: `é` is, `ĕ` is not).
     let program = "const big = 'ĕ'.repeat(4 << 20); console.log('abc'); console.log('de');\n\
