@@ -126,7 +126,9 @@ mod tests {
         };
         let (left, limit) = on(4 << 20, 64 << 20);
         let left = left.expect("Linux threads know their stack");
-        assert!(left <= 4 << 20 && left > (4 << 20) - (64 << 10), "{left}");
+        // At least what was asked; glibc may hand a new thread the larger cached stack of
+        // one that ended (a parse thread of another test, say), so no upper bound.
+        assert!(left > (4 << 20) - (64 << 10), "{left}");
         // Measured a few frames apart.
         let limit = limit.unwrap();
         assert!(limit.abs_diff(left - HOST_MARGIN) < 1024, "{limit} {left}");
