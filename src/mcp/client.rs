@@ -156,11 +156,15 @@ impl ProgressTable {
 
     /// Registers the call of `token`; the reports that came before it, to deliver.
     fn register(&mut self, token: ProgressToken, exec: Exec) -> Vec<Progress> {
-        let early = self
-            .early
-            .remove(&Self::key(&token))
-            .map(|(_, reports)| reports)
-            .unwrap_or_default();
+        // Most calls have no early reports: no key to build then.
+        let early = if self.early.is_empty() {
+            Vec::new()
+        } else {
+            self.early
+                .remove(&Self::key(&token))
+                .map(|(_, reports)| reports)
+                .unwrap_or_default()
+        };
         self.calls.insert(
             token,
             Reporting {
@@ -988,6 +992,7 @@ impl Conn {
         }
         let limit = self.config.call_timeout;
         let response = tokio::select! {
+            biased;
             response = handle.await_response() => response,
             () = exec.signal().cancelled() => {
                 pending.cancel("the call was cancelled").await;
