@@ -2,7 +2,8 @@
 //! with rmcp's client, in one run: server-everything's `echo`, 1 000 sequential calls and a
 //! `Promise.all` of 1 000 (each side talks to its own server process over stdio), and the
 //! sequential calls through `Registry::call` without a program, to tell the sandbox's share
-//! from the client's.
+//! from the client's. Then it prints the two ratios (direct time over `run_code`'s, so
+//! above 1 means `run_code` is faster) from rounds that alternate the sides.
 //!
 //! `cargo bench --bench mcp` (installs the pinned npm packages of `tests/node` first, as
 //! the tests do, when they are missing).
@@ -19,6 +20,14 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
 const CALLS: usize = 1_000;
+
+/// Rounds of the interleaved comparison printed after criterion's figures.
+const ROUNDS: usize = 31;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
 
 /// `tests/node/node_modules/.bin/mcp-server-everything`, after `npm ci` when it is missing.
 fn server_everything() -> PathBuf {
@@ -135,6 +144,45 @@ fn bench(c: &mut Criterion) {
             .iter(|| futures::future::join_all((0..CALLS).map(|_| echo())))
     });
     group.finish();
+
+    // The ratios, from rounds that alternate the two sides so that a shared machine's
+    // load, which drifts over seconds, weighs on both alike.
+    let mut times: [Vec<Duration>; 4] = Default::default();
+    rt.block_on(async {
+        for round in 0..ROUNDS {
+            for side in 0..4 {
+                // Rotate the order each round.
+                let side = (side + round) % 4;
+                let started = std::time::Instant::now();
+                match side {
+                    0 => run(sequential.clone()).await,
+                    1 => {
+                        for _ in 0..CALLS {
+                            echo().await;
+                        }
+                    }
+                    2 => run(parallel.clone()).await,
+                    _ => {
+                        futures::future::join_all((0..CALLS).map(|_| echo())).await;
+                    }
+                }
+                times[side].push(started.elapsed());
+            }
+        }
+    });
+    let [seq_code, seq_direct, all_code, all_direct] = times.map(median);
+    println!("interleaved medians of {ROUNDS} rounds, {CALLS} calls each:");
+    for (name, code, direct) in [
+        ("sequential", seq_code, seq_direct),
+        ("Promise.all", all_code, all_direct),
+    ] {
+        println!(
+            "  {name}: run_code {:.1} ms, rmcp direct {:.1} ms: run_code runs at {:.2}x the direct rate",
+            code.as_secs_f64() * 1e3,
+            direct.as_secs_f64() * 1e3,
+            direct.as_secs_f64() / code.as_secs_f64()
+        );
+    }
     drop(connection);
     drop(direct);
 }
