@@ -112,6 +112,13 @@ fn bench(c: &mut Criterion) {
         }
     };
 
+    let direct_sequential = || async {
+        for _ in 0..CALLS {
+            echo().await;
+        }
+    };
+    let direct_parallel = || futures::future::join_all((0..CALLS).map(|_| echo()));
+
     let mut group = c.benchmark_group("mcp echo x1000");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
@@ -130,18 +137,13 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("sequential: rmcp direct", |b| {
-        b.to_async(&rt).iter(|| async {
-            for _ in 0..CALLS {
-                echo().await;
-            }
-        })
+        b.to_async(&rt).iter(direct_sequential)
     });
     group.bench_function("Promise.all: run_code", |b| {
         b.to_async(&rt).iter(|| run(parallel.clone()))
     });
     group.bench_function("Promise.all: rmcp direct", |b| {
-        b.to_async(&rt)
-            .iter(|| futures::future::join_all((0..CALLS).map(|_| echo())))
+        b.to_async(&rt).iter(direct_parallel)
     });
     group.finish();
 
@@ -156,15 +158,9 @@ fn bench(c: &mut Criterion) {
                 let started = std::time::Instant::now();
                 match side {
                     0 => run(sequential.clone()).await,
-                    1 => {
-                        for _ in 0..CALLS {
-                            echo().await;
-                        }
-                    }
+                    1 => direct_sequential().await,
                     2 => run(parallel.clone()).await,
-                    _ => {
-                        futures::future::join_all((0..CALLS).map(|_| echo())).await;
-                    }
+                    _ => drop(direct_parallel().await),
                 }
                 times[side].push(started.elapsed());
             }
