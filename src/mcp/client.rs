@@ -32,6 +32,7 @@ use tokio::sync::Notify;
 
 use super::config::{ServerConfig, Transport};
 use super::content::result_value;
+use super::stdio::{CallIds, StdioTransport};
 use crate::child::{Group, Tail, describe_exit, drain};
 use crate::dispatch::registry::WeakRegistry;
 use crate::dispatch::{ErrorKind, Exec, Progress, Registry, Tool, ToolError, ToolHandle};
@@ -73,6 +74,8 @@ struct Conn {
     stderr: Arc<Mutex<Tail>>,
     noise: Arc<Mutex<Noise>>,
     progress: Progresses,
+    /// The `tools/call` requests a stdio server has yet to answer.
+    calls: Option<CallIds>,
     registry: WeakRegistry,
     handles: Mutex<Vec<ToolHandle>>,
     warnings: Mutex<Vec<String>>,
@@ -141,7 +144,7 @@ const EARLY_TOKENS: usize = 64;
 
 #[derive(Default)]
 struct ProgressTable {
-    calls: HashMap<ProgressToken, Reporting>,
+    calls: HashMap<ProgressToken, Reporting, crate::value::FxBuild>,
     early: std::collections::BTreeMap<String, (ProgressToken, Vec<Progress>)>,
 }
 
@@ -516,6 +519,7 @@ impl Connection {
         let limit = config.startup_timeout;
         let mut process = None;
         let mut stderr_reader = None;
+        let mut calls = None;
         let started = match &config.transport {
             Transport::Stdio {
                 command,
@@ -552,9 +556,9 @@ impl Connection {
                 }
                 process = Some(Process::start(child, group));
                 let stdout = Watched::new(stdout, noise.clone());
-                let transport =
-                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin)
-                        .with_max_line_length(MAX_MESSAGE_BYTES);
+                let ids = CallIds::default();
+                calls = Some(ids.clone());
+                let transport = StdioTransport::new(stdout, stdin, ids);
                 tokio::time::timeout(limit, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| root_cause(&e)))
@@ -607,6 +611,7 @@ impl Connection {
             stderr,
             noise,
             progress,
+            calls,
             registry: registry.downgrade(),
             handles: Mutex::new(Vec::new()),
             warnings: Mutex::new(Vec::new()),
@@ -948,6 +953,13 @@ impl Conn {
             .map_err(|e| e.to_string())
     }
 
+    /// Stops waiting for an answer to request `id`.
+    fn forget(&self, id: &RequestId) {
+        if let Some(calls) = &self.calls {
+            calls.forget(id);
+        }
+    }
+
     /// One `tools/call`.
     async fn call(
         self: &Arc<Self>,
@@ -960,7 +972,7 @@ impl Conn {
         if self.peer.is_transport_closed() {
             let exit = lock(&self.process).as_ref().map(|p| p.exit.clone());
             if let Some(exit) = exit {
-                exit_status(exit).await;
+                Box::pin(exit_status(exit)).await;
             }
             return Err(ToolError::new(self.failure(&format!(
                 "MCP server {server:?} is no longer running; {server}.{tool} cannot be called"
@@ -972,13 +984,16 @@ impl Conn {
             _ => None,
         };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = self
-            .peer
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await;
+        // Boxed: rmcp's send future is some 3.5 KiB and done at its first poll, so it lives
+        // only that long instead of in every call in flight.
+        let handle = Box::pin(
+            self.peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options()),
+        )
+        .await;
         let handle = match handle {
             Ok(handle) => handle,
-            Err(e) => return Err(self.call_error(tool, &e).await),
+            Err(e) => return Err(Box::pin(self.call_error(tool, &e)).await),
         };
         let mut pending = Pending {
             conn: self.clone(),
@@ -991,15 +1006,18 @@ impl Conn {
             exec.progress(progress);
         }
         let limit = self.config.call_timeout;
+        // The response straight from the handle's channel: with no options, rmcp's
+        // `await_response` does only this (and removes a subscription this request does not
+        // have), in a future of kilobytes that every call in flight would carry.
         let response = tokio::select! {
             biased;
-            response = handle.await_response() => response,
+            response = handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
             () = exec.signal().cancelled() => {
-                pending.cancel("the call was cancelled").await;
+                Box::pin(pending.cancel("the call was cancelled")).await;
                 return Err(ToolError::cancelled());
             }
             () = tokio::time::sleep(limit) => {
-                pending.cancel("timeout").await;
+                Box::pin(pending.cancel("timeout")).await;
                 return Err(ToolError::with_kind(
                     ErrorKind::Timeout,
                     self.failure(&format!(
@@ -1035,7 +1053,7 @@ impl Conn {
             Ok(_) => Err(ToolError::new(format!(
                 "{server}.{tool}: the server answered `tools/call` with something other than a tool result"
             ))),
-            Err(e) => Err(self.call_error(tool, &e).await),
+            Err(e) => Err(Box::pin(self.call_error(tool, &e)).await),
         }
     }
 
@@ -1072,6 +1090,7 @@ struct Pending {
 impl Pending {
     async fn cancel(&mut self, reason: &str) {
         if let Some(id) = self.id.clone() {
+            self.conn.forget(&id);
             let _ = self.conn.peer.notify_cancelled(cancelled(id, reason)).await;
             // Only now: a call dropped while this was sending sends it from `drop`.
             self.id = None;
@@ -1088,6 +1107,7 @@ impl Drop for Pending {
         lock(&self.conn.progress).calls.remove(&self.token);
         if let Some(id) = self.id.take() {
             // Only an abandoned call gets here (the program ended with it in flight).
+            self.conn.forget(&id);
             let peer = self.conn.peer.clone();
             self.runtime.spawn(async move {
                 let _ = peer

@@ -15,6 +15,7 @@ mod client;
 mod config;
 pub mod content;
 pub mod server;
+mod stdio;
 
 pub use client::{
     CLOSE_GRACE, ConnectError, Connection, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, connect_all,
