@@ -924,7 +924,9 @@ impl Conn {
             .unwrap_or("")
             .to_owned();
         let conn = Arc::downgrade(self);
-        let server = self.config.name.clone();
+        // Shared, not copied, by each call.
+        let server: Arc<str> = Arc::from(self.config.name.as_str());
+        let name: Arc<str> = Arc::from(tool.as_str());
         let annotations = def
             .get("annotations")
             .map(crate::ToolAnnotations::from_mcp)
@@ -937,7 +939,7 @@ impl Conn {
             .output(output)
             .execute(move |arguments, exec| {
                 let conn = conn.upgrade();
-                let tool = tool.clone();
+                let tool = name.clone();
                 let server = server.clone();
                 async move {
                     let Some(conn) = conn else {
