@@ -32,7 +32,7 @@ use tokio::sync::Notify;
 
 use super::config::{ServerConfig, Transport};
 use super::content::result_value;
-use super::stdio::{CallIds, StdioTransport};
+use super::stdio::{BOM, CallIds, StdioTransport};
 use crate::child::{Group, Tail, describe_exit, drain};
 use crate::dispatch::registry::WeakRegistry;
 use crate::dispatch::{ErrorKind, Exec, Progress, Registry, Tool, ToolError, ToolHandle};
@@ -76,6 +76,10 @@ struct Conn {
     progress: Progresses,
     /// The `tools/call` requests a stdio server has yet to answer.
     calls: Option<CallIds>,
+    /// The runtime the connection's tasks run on, where a call's cancellation is sent
+    /// from: the call may end on another (a background run's, shutting down) or on a
+    /// thread with none (a sandbox torn down elsewhere).
+    runtime: tokio::runtime::Handle,
     registry: WeakRegistry,
     handles: Mutex<Vec<ToolHandle>>,
     warnings: Mutex<Vec<String>>,
@@ -230,12 +234,18 @@ struct Noise {
     oversize: bool,
     /// A message nested deeper than [`MAX_MESSAGE_DEPTH`] ended the connection.
     too_deep: bool,
+    /// Lines that looked like messages but could not be read as one (not valid JSON, or
+    /// not a JSON-RPC message): how many, the start of the first, and why it failed.
+    unreadable: usize,
+    unreadable_first: Vec<u8>,
+    unreadable_why: String,
 }
 
-/// The deepest nesting of arrays and objects a stdio server's message may have: 128, the
-/// most rmcp's JSON parser reads. A deeper message ends the connection with an error that
-/// says so, rather than being dropped silently while its call waits for its timeout.
-pub const MAX_MESSAGE_DEPTH: usize = 128;
+/// The deepest nesting of arrays and objects a stdio server's message may have: 127 levels,
+/// the message itself being the first, the most `serde_json` (which rmcp reads with)
+/// accepts. A deeper message ends the connection with an error that says so, rather than
+/// being dropped silently while its call waits for its timeout.
+pub const MAX_MESSAGE_DEPTH: usize = 127;
 
 /// The longest message a stdio server may send: 64 MiB (as a manifest command's stdout).
 /// A longer line ends the connection with an error that says so, rather than being
@@ -246,6 +256,15 @@ pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 const NOISE_SHOWN: usize = 200;
 
 impl Noise {
+    /// Notes a line that looked like a message but could not be read (`why`).
+    fn unreadable(&mut self, line: &[u8], why: &str) {
+        self.unreadable += 1;
+        if self.unreadable == 1 {
+            self.unreadable_first = line[..line.len().min(NOISE_SHOWN)].to_vec();
+            self.unreadable_why = why.to_owned();
+        }
+    }
+
     /// `; it printed 2 lines on stdout that are not MCP messages, the first: "garbage"`.
     fn suffix(&self) -> String {
         let mut out = String::new();
@@ -259,17 +278,31 @@ impl Noise {
                 "; it sent a message nested deeper than {MAX_MESSAGE_DEPTH} levels (the limit), which ended the connection"
             ));
         }
-        if self.lines > 0 {
-            let first = String::from_utf8_lossy(&self.first);
-            let (lines, are) = if self.lines == 1 {
+        // "1 line", "is" or "2 lines", "are", and the start of the first, quoted.
+        let lines = |n: usize, first: &[u8]| {
+            let (lines, are) = if n == 1 {
                 ("line", "is")
             } else {
                 ("lines", "are")
             };
+            let first = String::from_utf8_lossy(first);
+            (
+                format!("{n} {lines}"),
+                are,
+                format!("{:?}", first.trim_end()),
+            )
+        };
+        if self.unreadable > 0 {
+            let (lines, are, first) = lines(self.unreadable, &self.unreadable_first);
             out.push_str(&format!(
-                "; it printed {} {lines} on stdout that {are} not MCP messages, the first: {:?}",
-                self.lines,
-                first.trim_end()
+                "; it sent {lines} that {are} no MCP message it can read ({}), the first: {first}",
+                self.unreadable_why
+            ));
+        }
+        if self.lines > 0 {
+            let (lines, are, first) = lines(self.lines, &self.first);
+            out.push_str(&format!(
+                "; it printed {lines} on stdout that {are} not MCP messages, the first: {first}"
             ));
         }
         out
@@ -282,6 +315,9 @@ struct Watched<R> {
     inner: R,
     noise: Arc<Mutex<Noise>>,
     at_line_start: bool,
+    /// Bytes of a byte-order mark read at the start of the line (rmcp drops one there),
+    /// while it may still be one.
+    bom: usize,
     in_noise: bool,
     line_bytes: usize,
     /// Where the message being read is: its nesting, and whether inside a string (and
@@ -315,6 +351,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
                     Some(i) => {
                         self.line_bytes = 0;
                         self.at_line_start = true;
+                        self.bom = 0;
                         self.in_noise = false;
                         self.depth = 0;
                         self.in_string = false;
@@ -336,6 +373,7 @@ impl<R> Watched<R> {
             inner,
             noise,
             at_line_start: true,
+            bom: 0,
             in_noise: false,
             line_bytes: 0,
             depth: 0,
@@ -382,6 +420,17 @@ impl<R> Watched<R> {
             return false;
         }
         let stray = if self.at_line_start {
+            // A byte-order mark may open the line, even split across reads.
+            let mut part = part;
+            while self.bom < BOM.len() && part.first() == Some(&BOM[self.bom]) {
+                self.bom += 1;
+                part = &part[1..];
+            }
+            if part.is_empty() {
+                return true;
+            }
+            // Only at the very start: once anything else is read, no mark follows.
+            self.bom = BOM.len();
             match part.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
                 None => return true,
                 Some(i) => {
@@ -558,7 +607,10 @@ impl Connection {
                 let stdout = Watched::new(stdout, noise.clone());
                 let ids = CallIds::default();
                 calls = Some(ids.clone());
-                let transport = StdioTransport::new(stdout, stdin, ids);
+                let noted = noise.clone();
+                let transport = StdioTransport::new(stdout, stdin, ids, move |line, why| {
+                    lock(&noted).unreadable(line, why);
+                });
                 tokio::time::timeout(limit, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| root_cause(&e)))
@@ -612,6 +664,7 @@ impl Connection {
             noise,
             progress,
             calls,
+            runtime: tokio::runtime::Handle::current(),
             registry: registry.downgrade(),
             handles: Mutex::new(Vec::new()),
             warnings: Mutex::new(Vec::new()),
@@ -1001,7 +1054,6 @@ impl Conn {
             conn: self.clone(),
             id: Some(handle.id.clone()),
             token: handle.progress_token.clone(),
-            runtime: tokio::runtime::Handle::current(),
         };
         let early = lock(&self.progress).register(pending.token.clone(), exec.clone());
         for progress in early {
@@ -1015,11 +1067,11 @@ impl Conn {
             biased;
             response = handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
             () = exec.signal().cancelled() => {
-                Box::pin(pending.cancel("the call was cancelled")).await;
+                pending.cancel("the call was cancelled");
                 return Err(ToolError::cancelled());
             }
             () = tokio::time::sleep(limit) => {
-                Box::pin(pending.cancel("timeout")).await;
+                pending.cancel("timeout");
                 return Err(ToolError::with_kind(
                     ErrorKind::Timeout,
                     self.failure(&format!(
@@ -1084,18 +1136,20 @@ struct Pending {
     conn: Arc<Conn>,
     id: Option<RequestId>,
     token: ProgressToken,
-    /// Where to send the cancellation from when the call is dropped: the future may be
-    /// dropped on a thread without a runtime (a sandbox torn down elsewhere).
-    runtime: tokio::runtime::Handle,
 }
 
 impl Pending {
-    async fn cancel(&mut self, reason: &str) {
-        if let Some(id) = self.id.clone() {
+    /// Sends `notifications/cancelled` for the request, without waiting for it to be
+    /// written: a server that stopped reading its input must not hold the call's error back
+    /// (the notification goes, or fails, when the connection does).
+    fn cancel(&mut self, reason: &str) {
+        if let Some(id) = self.id.take() {
             self.conn.forget(&id);
-            let _ = self.conn.peer.notify_cancelled(cancelled(id, reason)).await;
-            // Only now: a call dropped while this was sending sends it from `drop`.
-            self.id = None;
+            let peer = self.conn.peer.clone();
+            let reason = reason.to_owned();
+            self.conn.runtime.spawn(async move {
+                let _ = peer.notify_cancelled(cancelled(id, &reason)).await;
+            });
         }
     }
 }
@@ -1107,16 +1161,8 @@ fn cancelled(id: RequestId, reason: &str) -> CancelledNotificationParam {
 impl Drop for Pending {
     fn drop(&mut self) {
         lock(&self.conn.progress).calls.remove(&self.token);
-        if let Some(id) = self.id.take() {
-            // Only an abandoned call gets here (the program ended with it in flight).
-            self.conn.forget(&id);
-            let peer = self.conn.peer.clone();
-            self.runtime.spawn(async move {
-                let _ = peer
-                    .notify_cancelled(cancelled(id, "the program ended"))
-                    .await;
-            });
-        }
+        // Only an abandoned call still has its id (the program ended with it in flight).
+        self.cancel("the program ended");
     }
 }
 
@@ -1173,6 +1219,40 @@ mod tests {
                 .early
                 .contains_key(&ProgressTable::key(&token(100 + EARLY_TOKENS as i64 + 4)))
         );
+    }
+
+    #[test]
+    fn lines_that_could_not_be_read_are_said_in_errors() {
+        let mut noise = Noise::default();
+        noise.unreadable(b"{\"jsonrpc\":\"1.0\"}", "unrecognized JSON-RPC message");
+        noise.unreadable(b"{}", "unrecognized JSON-RPC message");
+        noise.lines = 1;
+        noise.first = b"banner\n".to_vec();
+        assert_eq!(
+            noise.suffix(),
+            "; it sent 2 lines that are no MCP message it can read (unrecognized JSON-RPC message), the first: \"{\\\"jsonrpc\\\":\\\"1.0\\\"}\"; it printed 1 line on stdout that is not MCP messages, the first: \"banner\""
+        );
+    }
+
+    #[test]
+    fn a_line_opened_by_a_byte_order_mark_is_a_message_and_watched_as_one() {
+        let mut w = watched();
+        // Whole, then split across reads, before a message: no noise.
+        assert!(w.watch(b"\xEF\xBB\xBF{\"id\":1}"));
+        let mut w = watched();
+        assert!(w.watch(b"\xEF"));
+        assert!(w.watch(b"\xBB\xBF"));
+        assert!(w.watch(b"[1]"));
+        assert_eq!(lock(&w.noise).lines, 0);
+        // Its nesting is followed as any message's.
+        let mut w = watched();
+        assert!(w.watch(b"\xEF\xBB\xBF"));
+        assert!(!w.watch("[".repeat(MAX_MESSAGE_DEPTH + 1).as_bytes()));
+        assert!(lock(&w.noise).too_deep);
+        // Only at the very start: after text, it is stray.
+        let mut w = watched();
+        assert!(w.watch(b" \xEF\xBB\xBF{}"));
+        assert_eq!(lock(&w.noise).lines, 1);
     }
 
     #[test]

@@ -449,6 +449,39 @@ fn cancelled_and_timed_out_calls_are_cancelled_at_the_server() {
 }
 
 #[test]
+fn calls_time_out_on_time_when_the_server_stops_reading_its_input() {
+    let words = test_server(&[]);
+    let mut config = ServerConfig::stdio("t", words[0].clone(), words[1..].to_vec());
+    config.call_timeout = Duration::from_millis(500);
+    let rt = runtime();
+    rt.block_on(async {
+        let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(30)));
+        let servers = connect_all(vec![config], &h.registry).await;
+        let server = servers.into_iter().next().unwrap().unwrap();
+        // The server stops reading; then a request too large for the pipe cannot be
+        // written, and neither can the cancellations the timeouts send.
+        let started = Instant::now();
+        let run = h
+            .run(
+                "const deaf = tools.t_slow({ms: 60000, deaf: true}); \
+                 await new Promise(r => setTimeout(r, 100)); \
+                 const big = tools.t_slow({ms: 1, pad: 'x'.repeat(300000)}); \
+                 return (await Promise.allSettled([deaf, big])).map(r => r.reason.message)",
+            )
+            .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let timed_out = "MCP server \"t\" did not answer t.slow within its 500 ms call timeout; the call was cancelled; stderr: test server ready";
+        assert_eq!(run["result"], json!([timed_out, timed_out]), "{run}");
+        h.handles.clear();
+        drop(server);
+    });
+}
+
+#[test]
 fn killing_a_background_run_cancels_its_mcp_calls_at_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
@@ -698,12 +731,17 @@ fn a_message_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
 #[test]
 fn a_message_nested_past_the_limit_ends_the_connection_at_once_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    // 100 levels fit (the message adds 3); 200 do not, and rmcp could not read them.
+    // The message adds 3 levels: the limit fits exactly, one more does not (and
+    // serde_json could not read it).
+    let fits = codemode::mcp::MAX_MESSAGE_DEPTH - 3;
     let program = write(
         dir.path(),
         "p.js",
-        "const fits = await tools.t_deep({depth: 100}); \
-         try { await tools.t_deep({depth: 200}); } catch (e) { return [fits, e.message]; }",
+        &format!(
+            "const fits = await tools.t_deep({{depth: {fits}}}); \
+             try {{ await tools.t_deep({{depth: {}}}); }} catch (e) {{ return [fits, e.message]; }}",
+            fits + 1
+        ),
     );
     let started = Instant::now();
     let out = codemode(

@@ -3,7 +3,8 @@
 //
 //   node test-server.mjs [--log FILE] [--http] [--stay] [--odd-schema]
 //
-// Tools: `slow {ms}` (answers after ms, or notes its cancellation in FILE), `exit {code}`
+// Tools: `slow {ms, deaf}` (answers after ms, or notes its cancellation in FILE; with
+// `deaf: true` it first stops reading its input, for good), `exit {code}`
 // (the process exits mid-call), `steps {n, pause_ms}` (n progress notifications, then "done"),
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
@@ -34,7 +35,7 @@ const tools = [
   {
     name: "slow",
     description: "Answer after ms.",
-    inputSchema: object({ ms: { type: "integer" } }, ["ms"]),
+    inputSchema: object({ ms: { type: "integer" }, deaf: { type: "boolean" } }, ["ms"]),
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   { name: "exit", description: "Exit the server process.", inputSchema: object({ code: { type: "integer" } }, ["code"]) },
@@ -92,6 +93,7 @@ function makeServer() {
     const text = (t) => ({ content: [{ type: "text", text: t }] });
     switch (request.params.name) {
       case "slow":
+        if (args.deaf) process.stdin.pause();
         return await new Promise((resolve) => {
           const timer = setTimeout(() => resolve(text(`slept ${args.ms}`)), args.ms);
           extra.signal.addEventListener("abort", () => {
