@@ -32,7 +32,7 @@ use tokio::sync::Notify;
 
 use super::config::{ServerConfig, Transport};
 use super::content::result_value;
-use super::stdio::{BOM, CallIds, StdioTransport};
+use super::stdio::{Answer, BOM, Link, StdioTransport};
 use crate::child::{Group, Tail, describe_exit, drain};
 use crate::dispatch::registry::WeakRegistry;
 use crate::dispatch::{ErrorKind, Exec, Progress, Registry, Tool, ToolError, ToolHandle};
@@ -74,8 +74,8 @@ struct Conn {
     stderr: Arc<Mutex<Tail>>,
     noise: Arc<Mutex<Noise>>,
     progress: Progresses,
-    /// The `tools/call` requests a stdio server has yet to answer.
-    calls: Option<CallIds>,
+    /// How a stdio server's calls are written and answered.
+    link: Option<Link>,
     /// The runtime the connection's tasks run on, where a call's cancellation is sent
     /// from: the call may end on another (a background run's, shutting down) or on a
     /// thread with none (a sandbox torn down elsewhere).
@@ -157,7 +157,8 @@ impl ProgressTable {
     fn key(token: &ProgressToken) -> String {
         match &token.0 {
             rmcp::model::NumberOrString::Number(n) => format!("n{n:020}"),
-            rmcp::model::NumberOrString::String(s) => format!("s{s}"),
+            // This client's own ("c0", "c1", …): shorter first, so in sequence too.
+            rmcp::model::NumberOrString::String(s) => format!("s{:010}{s}", s.len()),
         }
     }
 
@@ -568,7 +569,7 @@ impl Connection {
         let limit = config.startup_timeout;
         let mut process = None;
         let mut stderr_reader = None;
-        let mut calls = None;
+        let mut link = None;
         let started = match &config.transport {
             Transport::Stdio {
                 command,
@@ -605,10 +606,10 @@ impl Connection {
                 }
                 process = Some(Process::start(child, group));
                 let stdout = Watched::new(stdout, noise.clone());
-                let ids = CallIds::default();
-                calls = Some(ids.clone());
+                let writer = Link::new(stdin);
+                link = Some(writer.clone());
                 let noted = noise.clone();
-                let transport = StdioTransport::new(stdout, stdin, ids, move |line, why| {
+                let transport = StdioTransport::new(stdout, writer, move |line, why| {
                     lock(&noted).unreadable(line, why);
                 });
                 tokio::time::timeout(limit, handler.serve(transport))
@@ -663,7 +664,7 @@ impl Connection {
             stderr,
             noise,
             progress,
-            calls,
+            link,
             runtime: tokio::runtime::Handle::current(),
             registry: registry.downgrade(),
             handles: Mutex::new(Vec::new()),
@@ -1008,13 +1009,6 @@ impl Conn {
             .map_err(|e| e.to_string())
     }
 
-    /// Stops waiting for an answer to request `id`.
-    fn forget(&self, id: &RequestId) {
-        if let Some(calls) = &self.calls {
-            calls.forget(id);
-        }
-    }
-
     /// One `tools/call`.
     async fn call(
         self: &Arc<Self>,
@@ -1033,39 +1027,60 @@ impl Conn {
                 "MCP server {server:?} is no longer running; {server}.{tool} cannot be called"
             ))));
         }
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        params.arguments = match arguments {
-            Value::Object(map) => Some(map.clone()),
+        let arguments = match arguments {
+            Value::Object(map) => Some(map),
             _ => None,
         };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // Boxed: rmcp's send future is some 3.5 KiB and done at its first poll, so it lives
-        // only that long instead of in every call in flight.
-        let handle = Box::pin(
-            self.peer
-                .send_cancellable_request(request, PeerRequestOptions::no_options()),
-        )
-        .await;
-        let handle = match handle {
-            Ok(handle) => handle,
-            Err(e) => return Err(Box::pin(self.call_error(tool, &e)).await),
+        // A stdio server's request is written now, from the call's first poll.
+        let (id, token, answer) = match &self.link {
+            Some(link) => match link.call(tool, arguments) {
+                Ok(sent) => (sent.id, sent.token, Answered::Link(sent.answer)),
+                Err(e) if e.kind() == std::io::ErrorKind::Other => {
+                    return Err(ToolError::new(
+                        self.failure(&format!("{server}.{tool} could not be sent: {e}")),
+                    ));
+                }
+                Err(e) => {
+                    tracing::debug!("writing {server}.{tool} failed: {e}");
+                    return Err(
+                        Box::pin(self.call_error(tool, &ServiceError::TransportClosed)).await,
+                    );
+                }
+            },
+            None => {
+                let mut params = CallToolRequestParams::new(tool.to_owned());
+                params.arguments = arguments.cloned();
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                // Boxed: rmcp's send future is some 3.5 KiB and done at its first poll, so
+                // it lives only that long instead of in every call in flight.
+                let handle = Box::pin(
+                    self.peer
+                        .send_cancellable_request(request, PeerRequestOptions::no_options()),
+                )
+                .await;
+                match handle {
+                    // The response straight from the handle's channel: with no options,
+                    // rmcp's `await_response` does only this (and removes a subscription
+                    // this request does not have), in a future of kilobytes that every
+                    // call in flight would carry.
+                    Ok(handle) => (handle.id, handle.progress_token, Answered::Rmcp(handle.rx)),
+                    Err(e) => return Err(Box::pin(self.call_error(tool, &e)).await),
+                }
+            }
         };
         let mut pending = Pending {
             conn: self.clone(),
-            id: Some(handle.id.clone()),
-            token: handle.progress_token.clone(),
+            id: Some(id),
+            token,
         };
         let early = lock(&self.progress).register(pending.token.clone(), exec.clone());
         for progress in early {
             exec.progress(progress);
         }
         let limit = self.config.call_timeout;
-        // The response straight from the handle's channel: with no options, rmcp's
-        // `await_response` does only this (and removes a subscription this request does not
-        // have), in a future of kilobytes that every call in flight would carry.
-        let response = tokio::select! {
+        let answer = tokio::select! {
             biased;
-            response = handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
+            answer = answer => answer,
             () = exec.signal().cancelled() => {
                 pending.cancel("the call was cancelled");
                 return Err(ToolError::cancelled());
@@ -1082,8 +1097,8 @@ impl Conn {
             }
         };
         pending.id = None;
-        match response {
-            Ok(ServerResult::CallToolResult(mut result)) => {
+        match answer {
+            Ok(Answer::Result(mut result)) => {
                 // The two common shapes without a detour through a JSON tree (same values as
                 // `result_value` gives).
                 if result.is_error != Some(true) {
@@ -1104,9 +1119,12 @@ impl Conn {
                 result_value(&value, has_output_schema, self.config.include_binary)
                     .map_err(ToolError::new)
             }
-            Ok(_) => Err(ToolError::new(format!(
+            Ok(Answer::Other) => Err(ToolError::new(format!(
                 "{server}.{tool}: the server answered `tools/call` with something other than a tool result"
             ))),
+            Ok(Answer::Error(data)) => {
+                Err(Box::pin(self.call_error(tool, &ServiceError::McpError(data))).await)
+            }
             Err(e) => Err(Box::pin(self.call_error(tool, &e)).await),
         }
     }
@@ -1130,6 +1148,33 @@ impl Conn {
     }
 }
 
+/// Where a call's answer comes from: the stdio link, or rmcp's handle (other transports).
+enum Answered {
+    Link(tokio::sync::oneshot::Receiver<Answer>),
+    Rmcp(tokio::sync::oneshot::Receiver<Result<ServerResult, ServiceError>>),
+}
+
+impl Future for Answered {
+    type Output = Result<Answer, ServiceError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Answered::Link(rx) => std::pin::Pin::new(rx)
+                .poll(cx)
+                .map(|answer| answer.map_err(|_| ServiceError::TransportClosed)),
+            Answered::Rmcp(rx) => std::pin::Pin::new(rx).poll(cx).map(|answer| match answer {
+                Ok(Ok(ServerResult::CallToolResult(result))) => Ok(Answer::Result(result)),
+                Ok(Ok(_)) => Ok(Answer::Other),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(ServiceError::TransportClosed),
+            }),
+        }
+    }
+}
+
 /// A request in flight: its progress entry is removed when it ends, and a request that is
 /// abandoned (its call dropped) is cancelled at the server.
 struct Pending {
@@ -1144,7 +1189,10 @@ impl Pending {
     /// (the notification goes, or fails, when the connection does).
     fn cancel(&mut self, reason: &str) {
         if let Some(id) = self.id.take() {
-            self.conn.forget(&id);
+            if let Some(link) = &self.conn.link {
+                link.cancel(&id, reason);
+                return;
+            }
             let peer = self.conn.peer.clone();
             let reason = reason.to_owned();
             self.conn.runtime.spawn(async move {
