@@ -99,11 +99,16 @@ struct Process {
 const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 impl Process {
-    fn start(mut child: tokio::process::Child, group: Group) -> Process {
+    /// Waits for `child` to exit; [`EXIT_GRACE`] after it does, `link` ends: the calls it
+    /// still waits for fail then, even when a process the server started keeps its stdout
+    /// open (what the server wrote before it exited is read by then).
+    fn start(mut child: tokio::process::Child, group: Group, link: Link) -> Process {
         let (tx, exit) = tokio::sync::watch::channel(None);
         let waiter = tokio::spawn(async move {
             let status = child.wait().await.ok();
             let _ = tx.send(status);
+            tokio::time::sleep(EXIT_GRACE).await;
+            link.end();
         });
         Process {
             group,
@@ -197,6 +202,8 @@ impl ProgressTable {
                 r.last = Some(progress.progress);
                 Some(r.exec.clone())
             }
+            // A stdio call's token is registered before its request is written.
+            None if super::stdio::is_own_token(token) => None,
             None => {
                 let key = Self::key(token);
                 if !self.early.contains_key(&key) && self.early.len() >= EARLY_TOKENS {
@@ -604,9 +611,9 @@ impl Connection {
                         true
                     })));
                 }
-                process = Some(Process::start(child, group));
-                let stdout = Watched::new(stdout, noise.clone());
                 let writer = Link::new(stdin);
+                process = Some(Process::start(child, group, writer.clone()));
+                let stdout = Watched::new(stdout, noise.clone());
                 link = Some(writer.clone());
                 let noted = noise.clone();
                 let transport = StdioTransport::new(stdout, writer, move |line, why| {
@@ -1018,7 +1025,7 @@ impl Conn {
         has_output_schema: bool,
     ) -> Result<Value, ToolError> {
         let server = &self.config.name;
-        if self.peer.is_transport_closed() {
+        if self.peer.is_transport_closed() || self.link.as_ref().is_some_and(Link::has_ended) {
             let exit = lock(&self.process).as_ref().map(|p| p.exit.clone());
             if let Some(exit) = exit {
                 Box::pin(exit_status(exit)).await;
@@ -1031,22 +1038,34 @@ impl Conn {
             Value::Object(map) => Some(map),
             _ => None,
         };
-        // A stdio server's request is written now, from the call's first poll.
-        let (id, token, answer) = match &self.link {
-            Some(link) => match link.call(tool, arguments) {
-                Ok(sent) => (sent.id, sent.token, Answered::Link(sent.answer)),
-                Err(e) if e.kind() == std::io::ErrorKind::Other => {
-                    return Err(ToolError::new(
-                        self.failure(&format!("{server}.{tool} could not be sent: {e}")),
-                    ));
+        let mut pending;
+        let answer = match &self.link {
+            // A stdio server's request is written now, from the call's first poll, its
+            // progress token registered first.
+            Some(link) => {
+                let call = link.reserve();
+                pending = Pending {
+                    conn: self.clone(),
+                    id: Some(call.id()),
+                    token: call.token(),
+                };
+                self.register_progress(&pending.token, &exec);
+                match link.send(&call, tool, arguments) {
+                    Ok(answer) => Answered::Link(answer),
+                    Err(e) => {
+                        // Nothing was sent: nothing to cancel.
+                        pending.id = None;
+                        if e.kind() == std::io::ErrorKind::Other {
+                            return Err(ToolError::new(
+                                self.failure(&format!("{server}.{tool} could not be sent: {e}")),
+                            ));
+                        }
+                        tracing::debug!("writing {server}.{tool} failed: {e}");
+                        let closed = ServiceError::TransportClosed;
+                        return Err(Box::pin(self.call_error(tool, &closed)).await);
+                    }
                 }
-                Err(e) => {
-                    tracing::debug!("writing {server}.{tool} failed: {e}");
-                    return Err(
-                        Box::pin(self.call_error(tool, &ServiceError::TransportClosed)).await,
-                    );
-                }
-            },
+            }
             None => {
                 let mut params = CallToolRequestParams::new(tool.to_owned());
                 params.arguments = arguments.cloned();
@@ -1058,25 +1077,23 @@ impl Conn {
                         .send_cancellable_request(request, PeerRequestOptions::no_options()),
                 )
                 .await;
-                match handle {
-                    // The response straight from the handle's channel: with no options,
-                    // rmcp's `await_response` does only this (and removes a subscription
-                    // this request does not have), in a future of kilobytes that every
-                    // call in flight would carry.
-                    Ok(handle) => (handle.id, handle.progress_token, Answered::Rmcp(handle.rx)),
+                let handle = match handle {
+                    Ok(handle) => handle,
                     Err(e) => return Err(Box::pin(self.call_error(tool, &e)).await),
-                }
+                };
+                pending = Pending {
+                    conn: self.clone(),
+                    id: Some(handle.id),
+                    token: handle.progress_token,
+                };
+                self.register_progress(&pending.token, &exec);
+                // The response straight from the handle's channel: with no options, rmcp's
+                // `await_response` does only this (and removes a subscription this request
+                // does not have), in a future of kilobytes that every call in flight would
+                // carry.
+                Answered::Rmcp(handle.rx)
             }
         };
-        let mut pending = Pending {
-            conn: self.clone(),
-            id: Some(id),
-            token,
-        };
-        let early = lock(&self.progress).register(pending.token.clone(), exec.clone());
-        for progress in early {
-            exec.progress(progress);
-        }
         let limit = self.config.call_timeout;
         let answer = tokio::select! {
             biased;
@@ -1122,10 +1139,22 @@ impl Conn {
             Ok(Answer::Other) => Err(ToolError::new(format!(
                 "{server}.{tool}: the server answered `tools/call` with something other than a tool result"
             ))),
+            Ok(Answer::Invalid(why)) => Err(ToolError::new(self.failure(&format!(
+                "{server}.{tool}: the server's answer cannot be read ({why})"
+            )))),
             Ok(Answer::Error(data)) => {
                 Err(Box::pin(self.call_error(tool, &ServiceError::McpError(data))).await)
             }
             Err(e) => Err(Box::pin(self.call_error(tool, &e)).await),
+        }
+    }
+
+    /// Registers the call of `token` for progress reports, and delivers those that came
+    /// before it.
+    fn register_progress(&self, token: &ProgressToken, exec: &Exec) {
+        let early = lock(&self.progress).register(token.clone(), exec.clone());
+        for progress in early {
+            exec.progress(progress);
         }
     }
 

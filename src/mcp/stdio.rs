@@ -51,7 +51,7 @@ use rmcp::model::{
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{Notify, oneshot};
@@ -72,6 +72,8 @@ pub(super) enum Answer {
     Error(ErrorData),
     /// A response whose result is no `CallToolResult`.
     Other,
+    /// A line with the call's id that is no JSON-RPC response: why it cannot be read.
+    Invalid(String),
 }
 
 /// A connection's way out to its server and back for calls: shared by the connection (which
@@ -93,22 +95,43 @@ struct Calls {
     ended: bool,
 }
 
-/// A call written to the server: its id, its progress token, and where its answer comes.
-pub(super) struct Sent {
-    pub(super) id: RequestId,
-    pub(super) token: ProgressToken,
-    pub(super) answer: oneshot::Receiver<Answer>,
+/// The id of a call about to be written; the same string is its progress token.
+pub(super) struct Reserved {
+    n: u64,
+    id: Arc<str>,
+}
+
+impl Reserved {
+    pub(super) fn id(&self) -> RequestId {
+        NumberOrString::String(self.id.clone())
+    }
+
+    pub(super) fn token(&self) -> ProgressToken {
+        ProgressToken(NumberOrString::String(self.id.clone()))
+    }
 }
 
 /// The prefix of this client's own request ids.
 const ID_PREFIX: char = 'c';
 
-/// The number in `id` when it is one of this client's own.
+/// The number in `id` when it is one of this client's own, written as this client writes
+/// it (JSON-RPC ids match exactly: `"c01"` and `"c+1"` are not `"c1"`).
 fn own_id(id: &RequestId) -> Option<u64> {
-    match id {
-        NumberOrString::String(s) => s.strip_prefix(ID_PREFIX)?.parse().ok(),
-        NumberOrString::Number(_) => None,
-    }
+    let NumberOrString::String(s) = id else {
+        return None;
+    };
+    let digits = s.strip_prefix(ID_PREFIX)?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
+/// Whether `token` is the progress token of one of this client's own calls: each is
+/// registered before its request is written, so a report for one that is not registered
+/// is late or was never asked for.
+pub(super) fn is_own_token(token: &ProgressToken) -> bool {
+    own_id(&token.0).is_some()
 }
 
 #[derive(Serialize)]
@@ -170,16 +193,25 @@ impl Link {
         link
     }
 
-    /// Writes a `tools/call` of `tool` with `arguments` (MCP, "Calling Tools"), its answer
-    /// awaited from the returned [`Sent`]. Errors when the connection has ended or the
-    /// request cannot be written.
-    pub(super) fn call(
+    /// The id of the next call.
+    pub(super) fn reserve(&self) -> Reserved {
+        let n = self.0.next.fetch_add(1, Ordering::Relaxed);
+        Reserved {
+            n,
+            id: format!("{ID_PREFIX}{n}").into(),
+        }
+    }
+
+    /// Writes the `tools/call` `call` of `tool` with `arguments` (MCP, "Calling Tools"),
+    /// its answer awaited from the returned receiver (which errs when the connection
+    /// ends). Errors when the connection has ended, the request cannot be written or the
+    /// server has not read the last [`QUEUE_LIMIT`] bytes (`ErrorKind::Other`).
+    pub(super) fn send(
         &self,
+        call: &Reserved,
         tool: &str,
         arguments: Option<&Map<String, Value>>,
-    ) -> io::Result<Sent> {
-        let n = self.0.next.fetch_add(1, Ordering::Relaxed);
-        let id = format!("{ID_PREFIX}{n}");
+    ) -> io::Result<oneshot::Receiver<Answer>> {
         let (tx, answer) = oneshot::channel();
         {
             // Noted before it is written, so that the answer cannot come first.
@@ -187,30 +219,25 @@ impl Link {
             if calls.ended {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
-            calls.waiting.insert(n, tx);
+            calls.waiting.insert(call.n, tx);
         }
         let line = CallLine {
             jsonrpc: "2.0",
-            id: &id,
+            id: &call.id,
             method: "tools/call",
             params: CallParams {
                 name: tool,
                 arguments,
                 meta: Meta {
-                    progress_token: &id,
+                    progress_token: &call.id,
                 },
             },
         };
         if let Err(e) = self.0.outbox.write(&line) {
-            lock(&self.0.calls).waiting.remove(&n);
+            lock(&self.0.calls).waiting.remove(&call.n);
             return Err(e);
         }
-        let id: Arc<str> = id.into();
-        Ok(Sent {
-            id: NumberOrString::String(id.clone()),
-            token: ProgressToken(NumberOrString::String(id)),
-            answer,
-        })
+        Ok(answer)
     }
 
     /// Stops waiting for the answer to `id`; a late one is dropped.
@@ -244,12 +271,18 @@ impl Link {
         Some(lock(&self.0.calls).waiting.remove(&n))
     }
 
+    /// Whether the connection has ended ([`Link::end`]).
+    pub(super) fn has_ended(&self) -> bool {
+        lock(&self.0.calls).ended
+    }
+
     fn is_waiting(&self) -> bool {
         !lock(&self.0.calls).waiting.is_empty()
     }
 
-    /// The server's stdout ended: every call waiting gets the connection's end.
-    fn end(&self) {
+    /// The connection ended (the server's stdout ended, or the server exited): every call
+    /// waiting gets the connection's end, and later ones are refused.
+    pub(super) fn end(&self) {
         let mut calls = lock(&self.0.calls);
         calls.ended = true;
         calls.waiting.clear();
@@ -271,6 +304,8 @@ struct Outbox {
 struct OutState {
     /// `None` once closed or broken.
     pipe: Option<Pin<Box<dyn AsyncWrite + Send>>>,
+    /// Closed by the transport: the queue is written out, then the pipe closed.
+    closing: bool,
     /// Bytes the pipe did not take yet.
     queue: BytesMut,
     /// Why writing ended, for the next writer.
@@ -291,6 +326,7 @@ impl Outbox {
         Outbox {
             state: Mutex::new(OutState {
                 pipe: Some(pipe),
+                closing: false,
                 queue: BytesMut::new(),
                 broken: None,
             }),
@@ -310,7 +346,7 @@ impl Outbox {
     fn write_line(&self, line: &[u8]) -> io::Result<()> {
         let mut state = lock(&self.state);
         let state = &mut *state;
-        let Some(pipe) = state.pipe.as_mut() else {
+        let Some(pipe) = state.pipe.as_mut().filter(|_| !state.closing) else {
             return Err(state.broken.unwrap_or(io::ErrorKind::BrokenPipe).into());
         };
         if !state.queue.is_empty() {
@@ -349,11 +385,14 @@ impl Outbox {
         Ok(())
     }
 
-    /// Writes the queue out; `Closed` when the pipe is gone.
+    /// Writes the queue out; `Closed` when the pipe is gone (or closed, the queue written).
     fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<Flushed> {
         let mut state = lock(&self.state);
         let state = &mut *state;
         loop {
+            if state.closing && state.queue.is_empty() {
+                state.pipe = None;
+            }
             let Some(pipe) = state.pipe.as_mut() else {
                 state.queue.clear();
                 return Poll::Ready(Flushed::Closed);
@@ -377,9 +416,17 @@ impl Outbox {
         }
     }
 
-    /// Closes the pipe (the server reads the end of its input); what is queued is dropped.
+    /// Closes the pipe, so the server reads the end of its input, once what is queued has
+    /// been written (a request cut halfway, then the cancellation of the calls it did get):
+    /// at once when nothing is queued. A server that does not read then is stopped by the
+    /// connection's shutdown, which ends the writing.
     fn close(&self) {
-        lock(&self.state).pipe = None;
+        let mut state = lock(&self.state);
+        state.closing = true;
+        if state.queue.is_empty() {
+            state.pipe = None;
+        }
+        drop(state);
         self.wake.notify_one();
     }
 }
@@ -464,6 +511,31 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
                 Ok(Read::End)
             }
         }
+    }
+}
+
+/// What a line that is no message it can read has of one: whether it is meant as a
+/// response (it has `result` or `error`, or an id and no `method`), and its id.
+#[derive(serde::Deserialize)]
+struct Shape {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+    #[serde(default, deserialize_with = "present")]
+    method: bool,
+}
+
+/// `true` for a member that is there, whatever its value (`null` too).
+fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(member).map(|_| true)
+}
+
+impl Shape {
+    fn is_response(&self) -> bool {
+        self.result || self.error || (self.id.is_some() && !self.method)
     }
 }
 
@@ -558,9 +630,21 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
                             if meant {
                                 (self.unreadable)(text, &e.to_string());
                             }
+                            let shape = serde_json::from_slice::<Shape>(text).ok();
                             match e.classify() {
                                 serde_json::error::Category::Syntax
                                 | serde_json::error::Category::Eof => Read::Skip,
+                                // A response is never answered (JSON-RPC 2.0, 5); one to a
+                                // call fails it now, rather than at its timeout.
+                                _ if shape.as_ref().is_some_and(Shape::is_response) => {
+                                    let call = shape
+                                        .and_then(|shape| shape.id)
+                                        .and_then(|id| self.link.answering(&id));
+                                    if let Some(Some(call)) = call {
+                                        let _ = call.send(Answer::Invalid(e.to_string()));
+                                    }
+                                    Read::Skip
+                                }
                                 _ if self.answered < INVALID_ANSWERS => Read::Invalid,
                                 _ => Read::Skip,
                             }
@@ -576,10 +660,12 @@ impl<R: AsyncRead + Send + Unpin> StdioTransport<R> {
                 Read::Skip => {}
                 Read::Invalid => {
                     self.answered += 1;
-                    let answer = TxJsonRpcMessage::<RoleClient>::error(
-                        ErrorData::invalid_request("Invalid request", None),
-                        None,
-                    );
+                    // With `"id": null`, as JSON-RPC 2.0 (5) asks when the id is unknown.
+                    let answer = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": null,
+                        "error": ErrorData::invalid_request("Invalid request", None),
+                    });
                     if self.link.0.outbox.write(&answer).is_err() {
                         return None;
                     }
@@ -643,6 +729,25 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+
+    /// A call written to the server: its id, its progress token, and its answer.
+    struct Sent {
+        id: RequestId,
+        token: ProgressToken,
+        answer: oneshot::Receiver<Answer>,
+    }
+
+    impl Link {
+        fn call(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> io::Result<Sent> {
+            let call = self.reserve();
+            let answer = self.send(&call, tool, arguments)?;
+            Ok(Sent {
+                id: call.id(),
+                token: call.token(),
+                answer,
+            })
+        }
+    }
 
     /// A link and its transport, reading in a task of its own that passes on what rmcp
     /// would get; the server's end of its stdout (to write to) and of its stdin (to read).
@@ -809,7 +914,11 @@ mod tests {
             .await;
         assert!(matches!(call.answer.await.unwrap(), Answer::Result(_)));
         let answer = s.read().await;
-        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert_eq!(
+            answer,
+            serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32600, "message": "Invalid request"}})
+        );
         // Only the line meant as a message is noted (the text is the stdout watcher's).
         let skipped = lock(&s.skipped);
         assert_eq!(skipped.len(), 1, "{skipped:?}");
@@ -982,5 +1091,84 @@ mod tests {
         );
         // The refused call is not waiting.
         assert_eq!(s.link.waiting(), sent.len());
+    }
+
+    #[test]
+    fn only_ids_written_as_this_client_writes_them_are_its_own() {
+        let id = |s: &str| own_id(&NumberOrString::String(s.into()));
+        assert_eq!(id("c0"), Some(0));
+        assert_eq!(id("c17"), Some(17));
+        for other in [
+            "c00", "c01", "c+1", "c-1", "c", "c1.0", "C1", " c1", "c1 ", "d1",
+        ] {
+            assert_eq!(id(other), None, "{other}");
+        }
+        assert_eq!(own_id(&NumberOrString::Number(0)), None);
+        assert!(is_own_token(&ProgressToken(NumberOrString::String(
+            "c3".into()
+        ))));
+        assert!(!is_own_token(&ProgressToken(NumberOrString::Number(3))));
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_a_call_that_is_no_response_fails_it_at_once_and_is_not_answered() {
+        let mut s = server(1 << 16);
+        let calls: Vec<Sent> = (0..4).map(|_| s.link.call("echo", None).unwrap()).collect();
+        for _ in 0..4 {
+            s.read().await;
+        }
+        // An error without its message; no `jsonrpc`; neither result nor error; an id that
+        // only looks like c3's, then c3's answer.
+        s.write(b"{\"jsonrpc\":\"2.0\",\"id\":\"c0\",\"error\":{\"code\":-7}}\n{\"id\":\"c1\",\"result\":{\"content\":[]}}\n{\"jsonrpc\":\"2.0\",\"id\":\"c2\"}\n{\"jsonrpc\":\"2.0\",\"id\":\"c03\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"not c3\"}]}}\n{\"jsonrpc\":\"2.0\",\"id\":\"c3\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"c3\"}]}}\n").await;
+        let mut calls = calls.into_iter();
+        let mut invalid = Vec::new();
+        for _ in 0..3 {
+            let mut call = calls.next().unwrap();
+            match (&mut call.answer).await.unwrap() {
+                Answer::Invalid(why) => assert_eq!(why, "unrecognized JSON-RPC message"),
+                other => panic!("not invalid: {other:?}"),
+            }
+            invalid.push(call);
+        }
+        assert_eq!(text(calls.next().unwrap().answer.await.unwrap()), "c3");
+        assert_eq!(s.link.waiting(), 0);
+        // The answer to no call of this client's own is rmcp's to drop.
+        match s.rmcp.recv().await {
+            Some(JsonRpcMessage::Response(r)) => {
+                assert_eq!(r.id, NumberOrString::String("c03".into()))
+            }
+            other => panic!("not c03's answer: {other:?}"),
+        }
+        // No line was answered: the next line the server reads is this one.
+        s.link.cancel(&invalid[2].id, "test");
+        assert_eq!(s.read().await["method"], "notifications/cancelled");
+        assert_eq!(lock(&s.skipped).len(), 3, "{:?}", lock(&s.skipped));
+    }
+
+    #[tokio::test]
+    async fn closing_writes_what_is_queued_whole_then_ends_the_input() {
+        let mut s = server(100);
+        let args = json_map(serde_json::json!({"message": "x".repeat(1000)}));
+        let calls: Vec<Sent> = (0..5)
+            .map(|_| s.link.call("echo", Some(&args)).unwrap())
+            .collect();
+        for call in &calls {
+            s.link.cancel(&call.id, "the program ended");
+        }
+        s.link.0.outbox.close();
+        assert!(s.link.call("echo", None).is_err(), "closed to new lines");
+        let mut rest = String::new();
+        s.stdin.read_to_string(&mut rest).await.unwrap();
+        let lines: Vec<Value> = rest
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 10);
+        for (n, line) in lines[..5].iter().enumerate() {
+            assert_eq!(line["id"], format!("c{n}"));
+        }
+        for (n, line) in lines[5..].iter().enumerate() {
+            assert_eq!(line["params"]["requestId"], format!("c{n}"));
+        }
     }
 }

@@ -147,6 +147,56 @@ return {{text, listing, back, echo, created, sum, weather: Object.keys(weather).
     );
 }
 
+/// A server that exits while a process it started keeps its stdout open: its calls fail
+/// soon after the exit (the connection's exit grace, 300 ms), not at their timeout.
+#[test]
+fn a_server_that_exits_fails_its_calls_even_when_its_stdout_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let words = test_server(&["--log", log.to_str().unwrap()]);
+    let config = json!({"mcpServers": {"t": {"command": words[0], "args": words[1..], "timeout_ms": 60000}}});
+    let config = write(dir.path(), "mcp.json", &config.to_string());
+    let program = write(
+        dir.path(),
+        "p.js",
+        r#"const r = {};
+try { await tools.t_exit({code: 5, orphan: true}); } catch (e) { r.exit = e.message; }
+try { await tools.t_pid(); } catch (e) { r.after = e.message; }
+return r;"#,
+    );
+    let started = Instant::now();
+    let out = run_with_config(&program, &config, dir.path());
+    // Far below the 60 s call timeout (the rest of the bound is start-up and shutdown).
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let value = json_of(&out);
+    let status =
+        "(the server exited with status 5); stderr: test server ready\nexiting with 5 on request";
+    assert_eq!(
+        value["result"],
+        json!({
+            "exit": format!("MCP server \"t\" closed the connection during t.exit {status}"),
+            "after": format!("MCP server \"t\" is no longer running; t.pid cannot be called {status}"),
+        })
+    );
+    // The orphan was in the server's process group: it is gone too.
+    let noted = std::fs::read_to_string(&log).unwrap();
+    let pid: u32 = noted
+        .lines()
+        .find_map(|line| line.strip_prefix("orphan "))
+        .expect("the orphan's pid")
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "the orphan {pid} is still running");
+}
+
 #[test]
 fn declarations_group_each_servers_tools_and_list_every_page() {
     let dir = tempfile::tempdir().unwrap();

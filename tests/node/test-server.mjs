@@ -4,8 +4,9 @@
 //   node test-server.mjs [--log FILE] [--http] [--stay] [--odd-schema]
 //
 // Tools: `slow {ms, deaf}` (answers after ms, or notes its cancellation in FILE; with
-// `deaf: true` it first stops reading its input, for good), `exit {code}`
-// (the process exits mid-call), `steps {n, pause_ms}` (n progress notifications, then "done"),
+// `deaf: true` it first stops reading its input, for good), `exit {code, orphan}`
+// (the process exits mid-call; with `orphan: true` it first starts `sleep 30` holding its
+// stdout open, and notes `orphan PID` in FILE), `steps {n, pause_ms}` (n progress notifications, then "done"),
 // `add_tool {name}` (a new tool appears: notifications/tools/list_changed), `fail {message}`
 // (an isError result), `rpc_error {message}` (a JSON-RPC error), `image {bytes}` (an image
 // item of that size), `pid` (its process id, with an outputSchema), `bad_output` (structured
@@ -23,6 +24,7 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
+import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 
@@ -38,7 +40,11 @@ const tools = [
     inputSchema: object({ ms: { type: "integer" }, deaf: { type: "boolean" } }, ["ms"]),
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
-  { name: "exit", description: "Exit the server process.", inputSchema: object({ code: { type: "integer" } }, ["code"]) },
+  {
+    name: "exit",
+    description: "Exit the server process.",
+    inputSchema: object({ code: { type: "integer" }, orphan: { type: "boolean" } }, ["code"]),
+  },
   {
     name: "steps",
     description: "Report progress n times, pause_ms apart and before the answer.",
@@ -102,6 +108,10 @@ function makeServer() {
           });
         });
       case "exit":
+        if (args.orphan) {
+          const orphan = spawn("sleep", ["30"], { stdio: ["ignore", "inherit", "ignore"] });
+          note(`orphan ${orphan.pid}`);
+        }
         process.stderr.write(`exiting with ${args.code} on request\n`);
         process.exit(args.code);
       case "steps": {
