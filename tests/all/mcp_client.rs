@@ -72,6 +72,18 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// [`run_with_config`], which must end within 20 s: failures are bounded in time.
+fn run_within_20s(program: &Path, config: &Path, dir: &Path) -> Output {
+    let started = Instant::now();
+    let out = run_with_config(program, config, dir);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    out
+}
+
 /// Whether a process with this id is alive (a zombie counts as gone).
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -164,15 +176,8 @@ try { await tools.t_exit({code: 5, orphan: true}); } catch (e) { r.exit = e.mess
 try { await tools.t_pid(); } catch (e) { r.after = e.message; }
 return r;"#,
     );
-    let started = Instant::now();
-    let out = run_with_config(&program, &config, dir.path());
     // Far below the 60 s call timeout (the rest of the bound is start-up and shutdown).
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
-    let value = json_of(&out);
+    let value = json_of(&run_within_20s(&program, &config, dir.path()));
     let status =
         "(the server exited with status 5); stderr: test server ready\nexiting with 5 on request";
     assert_eq!(
@@ -366,14 +371,8 @@ r.ok = typeof (await tools.ok_pid()).pid;
 try { await tools.mute_pid(); } catch (e) { r.mute = e.message.split(";")[0]; }
 return r;"#,
     );
-    let started = Instant::now();
-    let out = run_with_config(&program, &config, dir.path());
     // Bounded: the start-up limit is 1.5 s, the rest is at once.
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
+    let out = run_within_20s(&program, &config, dir.path());
     let value = json_of(&out);
     let gone = "closed the connection during dies.";
     let status =
