@@ -81,12 +81,14 @@ impl fmt::Display for CallToken {
 /// its agent. Immutable: nothing in the pipeline can change a field of a call in flight; an
 /// around-wrapper that imposes a deadline passes a *new* `Exec` with a child signal inward
 /// ([`Exec::with_child_signal`]), so the outer one is untouched.
+///
+/// Cloning is one reference count: the pipeline hands the same `Exec` to every stage.
 #[derive(Clone)]
 pub struct Exec {
     pub(crate) inner: Arc<ExecInner>,
-    pub(crate) signal: CancellationToken,
 }
 
+#[derive(Clone)]
 pub(crate) struct ExecInner {
     pub(crate) call_id: CallId,
     pub(crate) name: Arc<str>,
@@ -98,6 +100,7 @@ pub(crate) struct ExecInner {
     pub(crate) registry: WeakRegistry,
     pub(crate) progress: Option<super::ProgressSink>,
     pub(crate) ask: super::registry::AskMode,
+    pub(crate) signal: CancellationToken,
 }
 
 impl fmt::Debug for Exec {
@@ -134,8 +137,8 @@ impl Exec {
                 registry: registry.downgrade(),
                 progress: request.progress,
                 ask: request.ask,
+                signal: request.signal,
             }),
-            signal: request.signal,
         }
     }
 
@@ -177,14 +180,16 @@ impl Exec {
     /// The same call under another signal (a background job's own).
     pub(crate) fn with_signal(&self, signal: CancellationToken) -> Exec {
         Exec {
-            inner: self.inner.clone(),
-            signal,
+            inner: Arc::new(ExecInner {
+                signal,
+                ..(*self.inner).clone()
+            }),
         }
     }
 
     /// The cancellation signal; `execute` must observe it.
     pub fn signal(&self) -> &CancellationToken {
-        &self.signal
+        &self.inner.signal
     }
 
     /// A copy of this call whose signal is a child of this one's, for the inner layers of an
@@ -192,14 +197,8 @@ impl Exec {
     /// layers (a deadline); cancelling the call still reaches them, so a wrapper can narrow
     /// the signal but never remove it, and the outer `Exec` keeps its own signal.
     pub fn with_child_signal(&self) -> (Exec, CancellationToken) {
-        let child = self.signal.child_token();
-        (
-            Exec {
-                inner: self.inner.clone(),
-                signal: child.clone(),
-            },
-            child,
-        )
+        let child = self.inner.signal.child_token();
+        (self.with_signal(child.clone()), child)
     }
 
     /// Reports how far this call has come to the registry's observers

@@ -43,7 +43,7 @@ use self::parse::parse;
 pub(crate) use self::parse::with_parse_stack;
 pub(crate) use self::positions::LineIndex;
 use self::positions::PositionMap;
-use self::strip::strip_types;
+use self::strip::{has_type_syntax, strip_types};
 use self::wrapper::wrapper;
 
 /// A program ready to evaluate.
@@ -158,7 +158,7 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     }
     edited.push_str(&wrap.suffix);
 
-    let stripped = if parsed.javascript {
+    let stripped = if parsed.javascript || !has_type_syntax(&parsed.module) {
         Ok(edited)
     } else {
         strip_types(edited)

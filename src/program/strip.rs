@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use swc_common::errors::{DiagnosticBuilder, Emitter, Handler};
 use swc_common::sync::Lrc;
 use swc_common::{GLOBALS, Globals, SourceMap, Span};
+use swc_ecma_ast::{self as ast, Module};
 use swc_ecma_parser::{Syntax, TsSyntax};
+use swc_ecma_visit::{Visit, VisitWith};
 
 use super::parse::ts_syntax;
 use super::{SourceError, SourceErrorKind};
@@ -105,6 +107,165 @@ pub(super) fn strip_types(code: String) -> Result<String, SourceError> {
     }
 }
 
+/// Whether `module` (a program parsed with TypeScript's syntax) holds anything that only
+/// TypeScript has, so that stripping could change its text. A program without any (most
+/// programs a model writes, `return 1` among them) skips the strip, which parses the whole
+/// text a second time.
+///
+/// Conservative by construction: every TypeScript node reached from JavaScript syntax (a
+/// type annotation, type parameters or arguments, `as`, `satisfies`, `!`, `<T>x`, the
+/// TypeScript declarations and module forms, parameter properties, index signatures,
+/// `implements`) counts, and so does every TypeScript flag on a JavaScript node (an
+/// accessibility, `abstract`, `override`, `readonly`, `declare`, `?` and `!` on names and
+/// members, `type` on imports and exports) and a function or constructor without a body
+/// (an overload). A test checks the answer against the stripper's own output.
+pub(super) fn has_type_syntax(module: &Module) -> bool {
+    let mut found = TypeSyntax(false);
+    module.visit_with(&mut found);
+    found.0
+}
+
+/// The visitor of [`has_type_syntax`]: true once anything TypeScript-only was met.
+struct TypeSyntax(bool);
+
+/// A visit method that records a TypeScript node and does not look inside it.
+macro_rules! typescript_nodes {
+    ($($method:ident: $node:ty),* $(,)?) => {
+        $(fn $method(&mut self, _: &$node) {
+            self.0 = true;
+        })*
+    };
+}
+
+impl Visit for TypeSyntax {
+    typescript_nodes! {
+        visit_ts_type_ann: ast::TsTypeAnn,
+        visit_ts_type_param_decl: ast::TsTypeParamDecl,
+        visit_ts_type_param_instantiation: ast::TsTypeParamInstantiation,
+        visit_ts_expr_with_type_args: ast::TsExprWithTypeArgs,
+        visit_ts_as_expr: ast::TsAsExpr,
+        visit_ts_const_assertion: ast::TsConstAssertion,
+        visit_ts_non_null_expr: ast::TsNonNullExpr,
+        visit_ts_satisfies_expr: ast::TsSatisfiesExpr,
+        visit_ts_type_assertion: ast::TsTypeAssertion,
+        visit_ts_instantiation: ast::TsInstantiation,
+        visit_ts_interface_decl: ast::TsInterfaceDecl,
+        visit_ts_type_alias_decl: ast::TsTypeAliasDecl,
+        visit_ts_enum_decl: ast::TsEnumDecl,
+        visit_ts_module_decl: ast::TsModuleDecl,
+        visit_ts_import_equals_decl: ast::TsImportEqualsDecl,
+        visit_ts_export_assignment: ast::TsExportAssignment,
+        visit_ts_namespace_export_decl: ast::TsNamespaceExportDecl,
+        visit_ts_param_prop: ast::TsParamProp,
+        visit_ts_index_signature: ast::TsIndexSignature,
+        visit_accessibility: ast::Accessibility,
+    }
+
+    fn visit_ident(&mut self, n: &ast::Ident) {
+        self.0 |= n.optional;
+    }
+
+    fn visit_array_pat(&mut self, n: &ast::ArrayPat) {
+        self.0 |= n.optional;
+        n.visit_children_with(self);
+    }
+
+    fn visit_object_pat(&mut self, n: &ast::ObjectPat) {
+        self.0 |= n.optional;
+        n.visit_children_with(self);
+    }
+
+    fn visit_var_decl(&mut self, n: &ast::VarDecl) {
+        self.0 |= n.declare;
+        n.visit_children_with(self);
+    }
+
+    fn visit_var_declarator(&mut self, n: &ast::VarDeclarator) {
+        self.0 |= n.definite;
+        n.visit_children_with(self);
+    }
+
+    fn visit_fn_decl(&mut self, n: &ast::FnDecl) {
+        self.0 |= n.declare;
+        n.visit_children_with(self);
+    }
+
+    fn visit_class_decl(&mut self, n: &ast::ClassDecl) {
+        self.0 |= n.declare;
+        n.visit_children_with(self);
+    }
+
+    fn visit_function(&mut self, n: &ast::Function) {
+        self.0 |= n.body.is_none();
+        n.visit_children_with(self);
+    }
+
+    fn visit_class(&mut self, n: &ast::Class) {
+        self.0 |= n.is_abstract;
+        n.visit_children_with(self);
+    }
+
+    fn visit_constructor(&mut self, n: &ast::Constructor) {
+        self.0 |= n.is_optional || n.body.is_none();
+        n.visit_children_with(self);
+    }
+
+    fn visit_class_prop(&mut self, n: &ast::ClassProp) {
+        self.0 |= n.is_abstract
+            || n.is_optional
+            || n.is_override
+            || n.readonly
+            || n.declare
+            || n.definite;
+        n.visit_children_with(self);
+    }
+
+    fn visit_private_prop(&mut self, n: &ast::PrivateProp) {
+        self.0 |= n.is_optional || n.is_override || n.readonly || n.definite;
+        n.visit_children_with(self);
+    }
+
+    fn visit_class_method(&mut self, n: &ast::ClassMethod) {
+        self.0 |= n.is_abstract || n.is_optional || n.is_override;
+        n.visit_children_with(self);
+    }
+
+    fn visit_private_method(&mut self, n: &ast::PrivateMethod) {
+        self.0 |= n.is_abstract || n.is_optional || n.is_override;
+        n.visit_children_with(self);
+    }
+
+    fn visit_auto_accessor(&mut self, n: &ast::AutoAccessor) {
+        self.0 |= n.is_abstract || n.is_override || n.definite;
+        n.visit_children_with(self);
+    }
+
+    fn visit_import_decl(&mut self, n: &ast::ImportDecl) {
+        self.0 |= n.type_only;
+        n.visit_children_with(self);
+    }
+
+    fn visit_import_named_specifier(&mut self, n: &ast::ImportNamedSpecifier) {
+        self.0 |= n.is_type_only;
+        n.visit_children_with(self);
+    }
+
+    fn visit_named_export(&mut self, n: &ast::NamedExport) {
+        self.0 |= n.type_only;
+        n.visit_children_with(self);
+    }
+
+    fn visit_export_named_specifier(&mut self, n: &ast::ExportNamedSpecifier) {
+        self.0 |= n.is_type_only;
+        n.visit_children_with(self);
+    }
+
+    fn visit_export_all(&mut self, n: &ast::ExportAll) {
+        self.0 |= n.type_only;
+        n.visit_children_with(self);
+    }
+}
+
 /// Says which TypeScript construct strip-only mode refused and what to write instead.
 fn explain_strip_error(message: &str) -> String {
     let lower = message.to_ascii_lowercase();
@@ -127,7 +288,100 @@ fn explain_strip_error(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{has_type_syntax, strip_types};
+    use crate::program::parse::parse;
     use crate::program::prepare;
+
+    /// Whether stripping changes `body` (or refuses it), as the body of a function.
+    fn strip_changes(body: &str) -> bool {
+        let text = format!("async function f() {{\n{body}\n}}");
+        strip_types(text.clone()).map_or(true, |out| out != text)
+    }
+
+    /// The detector agrees with the stripper on every TypeScript construct and on
+    /// JavaScript that looks like one (`a < b > (c)` is a call with a type argument in
+    /// TypeScript, so both see types there).
+    #[test]
+    fn type_syntax_is_found_exactly_where_stripping_changes_the_text() {
+        let typescript = [
+            "let x: number = 1;",
+            "function f<T>(a: T) { return a }",
+            "const y = x as any;",
+            "const z = x!;",
+            "x!.y = 1;",
+            "const w = <any>x;",
+            "const s = x satisfies number;",
+            "const c = [1] as const;",
+            "interface I { a: string }",
+            "type T = string;",
+            "enum E { A }",
+            "namespace N { export const a = 1 }",
+            "class A { private x = 1 }",
+            "class A { x?: number }",
+            "class A { x!: number }",
+            "class A { readonly x = 1 }",
+            "class A { declare x: number }",
+            "class A { #p?: number }",
+            "abstract class A { abstract m(): void }",
+            "class A extends B { override m() {} }",
+            "class A implements I {}",
+            "class A { [k: string]: any }",
+            "class A { constructor(private x: number) {} }",
+            "class A { m?() {} }",
+            "class A { constructor(); constructor(a) {} }",
+            "function f(a?) {}",
+            "function f({ a }?) {}",
+            "function f([a]?) {}",
+            "function f(this: Window) {}",
+            "function f(): void;\nfunction f() {}",
+            "declare const x: number;",
+            "declare function f(): void;",
+            "declare class C {}",
+            "let v!: number;",
+            "f<string>('a');",
+            "new Map<string, number>();",
+            "const g = f<string>;",
+            "const a = b < c > (d);",
+            "const h = async <T,>(x: T) => x;",
+            "const o = { get a(): number { return 1 } };",
+            "for (const k of ks as string[]) {}",
+        ];
+        for body in typescript {
+            let parsed = parse(body).unwrap_or_else(|e| panic!("{body}: {}", e.message));
+            assert!(has_type_syntax(&parsed.module), "types missed in {body}");
+            assert!(strip_changes(body), "the stripper kept {body}");
+        }
+        let javascript = [
+            "return 1",
+            "const a = b < c; const d = e > f;",
+            "if (a !== b && !c) { x = y ? z : w }",
+            "const f = (a, b = 1, ...c) => a ?? b?.c ?? c?.[0];",
+            "class A extends B { static #n = 1; #p; get x() { return this.#p } set x(v) {} static { A.y = 1 } async *g() { yield* [] } }",
+            "const { a = 1, b: [c, ...d], ...e } = o;",
+            "label: for (let i = 0; i < 3; i++) { if (i) continue label; }",
+            "const r = /a<b>c/g.test(`x${y}z`); const t = tag`q`;",
+            "async function* g() { for await (const x of xs) yield x; }",
+            "const o = { a, 'b': 2, [c]: 3, m() {}, get g() { return 1 }, async *h() {} };",
+            "try { throw new Error('x') } catch { } finally { }",
+            "let x = a ? (b) : c => d;",
+        ];
+        for body in javascript {
+            let parsed = parse(body).unwrap_or_else(|e| panic!("{body}: {}", e.message));
+            assert!(!has_type_syntax(&parsed.module), "types seen in {body}");
+            assert!(!strip_changes(body), "the stripper changed {body}");
+        }
+        // Forms only a module has: found, whether or not the function-body strip reads them.
+        for body in [
+            "import type { X } from 'x';\nreturn 1",
+            "import { type X } from 'x';\nreturn 1",
+            "export type { X };",
+            "export { type X };",
+            "export type * from 'x';",
+        ] {
+            let parsed = parse(body).unwrap_or_else(|e| panic!("{body}: {}", e.message));
+            assert!(has_type_syntax(&parsed.module), "types missed in {body}");
+        }
+    }
 
     #[test]
     fn enum_is_refused_with_its_position() {
