@@ -289,7 +289,7 @@ fn explain_strip_error(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{has_type_syntax, strip_types};
-    use crate::program::parse::parse;
+    use crate::program::parse::{parse, with_parse_stack};
     use crate::program::prepare;
 
     /// Whether stripping changes `body` (or refuses it), as the body of a function.
@@ -370,6 +370,33 @@ mod tests {
             assert!(!has_type_syntax(&parsed.module), "types seen in {body}");
             assert!(!strip_changes(body), "the stripper changed {body}");
         }
+        // The repository's own TypeScript programs (examples and test programs) that run as
+        // function bodies.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut checked = 0;
+        for dir in [
+            "examples",
+            "tests/programs/hostile",
+            "tests/programs/typecheck",
+        ] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "ts") {
+                    continue;
+                }
+                let body = std::fs::read_to_string(&path).unwrap();
+                // On a stack sized for the program, as `prepare` parses (one is deeply nested).
+                let agree = with_parse_stack(body.len() + 1024, || {
+                    let parsed = parse(&body).ok().filter(|p| !p.strict)?;
+                    Some(has_type_syntax(&parsed.module) == strip_changes(&body))
+                })
+                .unwrap();
+                let Some(agree) = agree else { continue };
+                assert!(agree, "{}", path.display());
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} programs checked");
         // Forms only a module has: found, whether or not the function-body strip reads them.
         for body in [
             "import type { X } from 'x';\nreturn 1",
