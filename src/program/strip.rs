@@ -137,6 +137,16 @@ macro_rules! typescript_nodes {
     };
 }
 
+/// A visit method that records a TypeScript flag of a JavaScript node, then looks inside.
+macro_rules! typescript_flags {
+    ($($method:ident: $node:ty => |$n:ident| $flag:expr),* $(,)?) => {
+        $(fn $method(&mut self, $n: &$node) {
+            self.0 |= $flag;
+            $n.visit_children_with(self);
+        })*
+    };
+}
+
 impl Visit for TypeSyntax {
     typescript_nodes! {
         visit_ts_type_ann: ast::TsTypeAnn,
@@ -165,104 +175,26 @@ impl Visit for TypeSyntax {
         self.0 |= n.optional;
     }
 
-    fn visit_array_pat(&mut self, n: &ast::ArrayPat) {
-        self.0 |= n.optional;
-        n.visit_children_with(self);
-    }
-
-    fn visit_object_pat(&mut self, n: &ast::ObjectPat) {
-        self.0 |= n.optional;
-        n.visit_children_with(self);
-    }
-
-    fn visit_var_decl(&mut self, n: &ast::VarDecl) {
-        self.0 |= n.declare;
-        n.visit_children_with(self);
-    }
-
-    fn visit_var_declarator(&mut self, n: &ast::VarDeclarator) {
-        self.0 |= n.definite;
-        n.visit_children_with(self);
-    }
-
-    fn visit_fn_decl(&mut self, n: &ast::FnDecl) {
-        self.0 |= n.declare;
-        n.visit_children_with(self);
-    }
-
-    fn visit_class_decl(&mut self, n: &ast::ClassDecl) {
-        self.0 |= n.declare;
-        n.visit_children_with(self);
-    }
-
-    fn visit_function(&mut self, n: &ast::Function) {
-        self.0 |= n.body.is_none();
-        n.visit_children_with(self);
-    }
-
-    fn visit_class(&mut self, n: &ast::Class) {
-        self.0 |= n.is_abstract;
-        n.visit_children_with(self);
-    }
-
-    fn visit_constructor(&mut self, n: &ast::Constructor) {
-        self.0 |= n.is_optional || n.body.is_none();
-        n.visit_children_with(self);
-    }
-
-    fn visit_class_prop(&mut self, n: &ast::ClassProp) {
-        self.0 |= n.is_abstract
-            || n.is_optional
-            || n.is_override
-            || n.readonly
-            || n.declare
-            || n.definite;
-        n.visit_children_with(self);
-    }
-
-    fn visit_private_prop(&mut self, n: &ast::PrivateProp) {
-        self.0 |= n.is_optional || n.is_override || n.readonly || n.definite;
-        n.visit_children_with(self);
-    }
-
-    fn visit_class_method(&mut self, n: &ast::ClassMethod) {
-        self.0 |= n.is_abstract || n.is_optional || n.is_override;
-        n.visit_children_with(self);
-    }
-
-    fn visit_private_method(&mut self, n: &ast::PrivateMethod) {
-        self.0 |= n.is_abstract || n.is_optional || n.is_override;
-        n.visit_children_with(self);
-    }
-
-    fn visit_auto_accessor(&mut self, n: &ast::AutoAccessor) {
-        self.0 |= n.is_abstract || n.is_override || n.definite;
-        n.visit_children_with(self);
-    }
-
-    fn visit_import_decl(&mut self, n: &ast::ImportDecl) {
-        self.0 |= n.type_only;
-        n.visit_children_with(self);
-    }
-
-    fn visit_import_named_specifier(&mut self, n: &ast::ImportNamedSpecifier) {
-        self.0 |= n.is_type_only;
-        n.visit_children_with(self);
-    }
-
-    fn visit_named_export(&mut self, n: &ast::NamedExport) {
-        self.0 |= n.type_only;
-        n.visit_children_with(self);
-    }
-
-    fn visit_export_named_specifier(&mut self, n: &ast::ExportNamedSpecifier) {
-        self.0 |= n.is_type_only;
-        n.visit_children_with(self);
-    }
-
-    fn visit_export_all(&mut self, n: &ast::ExportAll) {
-        self.0 |= n.type_only;
-        n.visit_children_with(self);
+    typescript_flags! {
+        visit_array_pat: ast::ArrayPat => |n| n.optional,
+        visit_object_pat: ast::ObjectPat => |n| n.optional,
+        visit_var_decl: ast::VarDecl => |n| n.declare,
+        visit_var_declarator: ast::VarDeclarator => |n| n.definite,
+        visit_fn_decl: ast::FnDecl => |n| n.declare,
+        visit_class_decl: ast::ClassDecl => |n| n.declare,
+        visit_function: ast::Function => |n| n.body.is_none(),
+        visit_class: ast::Class => |n| n.is_abstract,
+        visit_constructor: ast::Constructor => |n| n.is_optional || n.body.is_none(),
+        visit_class_prop: ast::ClassProp => |n| n.is_abstract || n.is_optional || n.is_override || n.readonly || n.declare || n.definite,
+        visit_private_prop: ast::PrivateProp => |n| n.is_optional || n.is_override || n.readonly || n.definite,
+        visit_class_method: ast::ClassMethod => |n| n.is_abstract || n.is_optional || n.is_override,
+        visit_private_method: ast::PrivateMethod => |n| n.is_abstract || n.is_optional || n.is_override,
+        visit_auto_accessor: ast::AutoAccessor => |n| n.is_abstract || n.is_override || n.definite,
+        visit_import_decl: ast::ImportDecl => |n| n.type_only,
+        visit_import_named_specifier: ast::ImportNamedSpecifier => |n| n.is_type_only,
+        visit_named_export: ast::NamedExport => |n| n.type_only,
+        visit_export_named_specifier: ast::ExportNamedSpecifier => |n| n.is_type_only,
+        visit_export_all: ast::ExportAll => |n| n.type_only,
     }
 }
 
