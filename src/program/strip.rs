@@ -205,7 +205,7 @@ fn explain_strip_error(message: &str) -> String {
         format!(
             "TypeScript `enum` is not supported (types are only stripped, not compiled); use a union of string literals or a plain object instead. [{message}]"
         )
-    } else if lower.contains("namespace") || lower.contains("module") {
+    } else if lower.contains("namespace") || lower.contains("`module` keyword") {
         format!(
             "TypeScript `namespace` is not supported (types are only stripped, not compiled); use plain objects or functions instead. [{message}]"
         )
@@ -337,6 +337,28 @@ mod tests {
             let parsed = parse(body).unwrap_or_else(|e| panic!("{body}: {}", e.message));
             assert!(has_type_syntax(&parsed.module), "types missed in {body}");
         }
+    }
+
+    /// Only the stripper's own refusals are explained as `namespace`: a syntax error that
+    /// merely mentions modules keeps its message.
+    #[test]
+    fn namespace_explanations_are_for_namespaces_only() {
+        for program in [
+            "namespace N { export const a = 1 }",
+            "module M { export const a = 1 }",
+        ] {
+            let e = prepare(program).unwrap_err();
+            assert!(
+                e.message
+                    .starts_with("TypeScript `namespace` is not supported"),
+                "{program}: {}",
+                e.message
+            );
+        }
+        let e = prepare("let x: number = 1;\nreturn import.meta").unwrap_err();
+        assert!(!e.message.contains("namespace"), "{}", e.message);
+        assert!(e.message.contains("import.meta"), "{}", e.message);
+        assert_eq!(e.line, Some(2));
     }
 
     #[test]
