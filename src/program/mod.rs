@@ -158,7 +158,9 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     }
     edited.push_str(&wrap.suffix);
 
-    let stripped = if parsed.javascript || !has_type_syntax(&parsed.module) {
+    // A program parsed as JavaScript (it uses `with` or a legacy octal literal) has no
+    // TypeScript in its tree either.
+    let stripped = if !has_type_syntax(&parsed.module) {
         Ok(edited)
     } else {
         strip_types(edited)

@@ -100,9 +100,6 @@ pub(crate) struct Parsed {
     /// a module does. Otherwise it parsed as the body of a sloppy async function, which is
     /// how the engine runs it.
     pub(crate) strict: bool,
-    /// Whether the program is JavaScript only: it uses `with` or a legacy octal literal,
-    /// which TypeScript refuses, so it was parsed as JavaScript and has no types to strip.
-    pub(crate) javascript: bool,
 }
 
 /// The syntax errors TypeScript adds to JavaScript's sloppy grammar: `with` (TS2410) and
@@ -134,7 +131,6 @@ pub(super) fn parse(body: &str) -> Result<Parsed, SourceError> {
             return Ok(Parsed {
                 module,
                 strict: false,
-                javascript: false,
             });
         }
         Ok((_, Some((at, message)))) => {
@@ -142,7 +138,6 @@ pub(super) fn parse(body: &str) -> Result<Parsed, SourceError> {
                 Ok((module, _)) => Ok(Parsed {
                     module,
                     strict: false,
-                    javascript: true,
                 }),
                 Err(_) => Err(position_error(
                     body,
@@ -170,7 +165,6 @@ pub(super) fn parse(body: &str) -> Result<Parsed, SourceError> {
             return Ok(Parsed {
                 module,
                 strict: true,
-                javascript: false,
             });
         }
         (Err(e), _) | (Ok(_), Some(e)) => e,
