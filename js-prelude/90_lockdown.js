@@ -38,8 +38,17 @@ internals.reportUnhandled = function reportUnhandled(main) {
 };
 
 // The runner the host calls: runs the program function and, for `export default <fn>`,
-// calls the exported function.
+// calls the exported function. A class is not called (it needs `new`): it is the result,
+// which is not JSON.
 internals.runDefault = async function runDefault(main) {
   const value = await main();
-  return typeof value === "function" ? await value() : value;
+  return typeof value === "function" && !isClass(value) ? await value() : value;
 };
+
+function isClass(fn) {
+  try {
+    return P.StringPrototypeStartsWith(P.FunctionPrototypeToString(fn), "class");
+  } catch {
+    return false;
+  }
+}

@@ -1,15 +1,16 @@
 //! Program forms: what a program's text means as the body of an async function.
 //!
 //! A body with top-level `return` and `await` runs as written; the value of a last
-//! expression statement is the result; `export default <expr>` is the result (called when
-//! it is a function); an `async function main()` that is never called is called; a
+//! expression statement is the result; `export default <expr>` is the result (assigned
+//! where it stands, returned at the end, called when it is a function other than a class);
+//! an `async function main()` that is never called is called; a
 //! program that only declares functions and calls none is refused. Every change keeps
 //! lines and columns or is recorded as an insertion.
 
 use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::{
-    Decl, ExportDefaultDecl, ExportDefaultExpr, Ident, ImportDecl, Module, ModuleDecl, ModuleItem,
-    Stmt,
+    Decl, DefaultDecl, ExportDefaultDecl, ExportDefaultExpr, Ident, ImportDecl, Module, ModuleDecl,
+    ModuleItem, Stmt,
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
@@ -56,8 +57,9 @@ fn blank(text: &str, start: usize, end: usize) -> String {
 
 /// Recognises the form of `module` (parsed from `body`) and plans the edits that make it
 /// the body of an async function: `import type` and `export` keywords blanked, `export
-/// default X` returned, the last expression statement returned, an `async function main()`
-/// never called called, and every await marked.
+/// default X` assigned where it stands and returned at the end, the last expression
+/// statement returned (when nothing is exported), an `async function main()` never called
+/// called, and every await marked.
 ///
 /// # Errors
 /// A [`SourceError`] for an `import` of values, an `export` a function body cannot hold, or
@@ -65,6 +67,7 @@ fn blank(text: &str, start: usize, end: usize) -> String {
 pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceError> {
     let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
     let mut edits = Vec::new();
+    let mut after_awaits = Vec::new();
     let mut call_default = false;
     for item in &module.body {
         let ModuleItem::ModuleDecl(decl) = item else {
@@ -93,8 +96,41 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             ModuleDecl::ExportDecl(_)
             | ModuleDecl::ExportDefaultExpr(_)
             | ModuleDecl::ExportDefaultDecl(_) => {
-                edits.extend(export_edit(body, decl));
-                call_default |= !matches!(decl, ModuleDecl::ExportDecl(_));
+                let Some(export) = Export::of(decl) else {
+                    continue;
+                };
+                edits.push(Edit {
+                    start: export.start,
+                    kind: EditKind::Replace {
+                        end: export.end,
+                        text: blank(body, export.start, export.end),
+                    },
+                });
+                // `export default x` assigns the value where it stands, and the body
+                // returns it at its end (`return DEFAULT;`, appended below).
+                let default = &wrapper().default;
+                match export.value {
+                    Exported::Nothing => {}
+                    Exported::Expression { start, end } => {
+                        call_default = true;
+                        edits.push(Edit {
+                            start,
+                            kind: EditKind::Insert(format!("{default}=")),
+                        });
+                        // After the await marks: one may end where the value ends.
+                        after_awaits.push(Edit {
+                            start: end,
+                            kind: EditKind::Insert(";".to_owned()),
+                        });
+                    }
+                    Exported::Declaration { name, end } => {
+                        call_default = true;
+                        after_awaits.push(Edit {
+                            start: end,
+                            kind: EditKind::Insert(format!(";{default}={name};")),
+                        });
+                    }
+                }
             }
             other => {
                 return Err(position_error(
@@ -106,9 +142,10 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
         }
     }
 
-    // The value of a last expression statement is the result.
+    // The value of a last expression statement is the result, unless a value is exported.
     let mut append = None;
     match module.body.last() {
+        _ if call_default => append = Some(format!("return {};", wrapper().default)),
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
             edits.push(Edit {
                 start: off(e.expr.span().lo),
@@ -134,7 +171,6 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             {
                 append = Some("return await main();".to_owned());
             } else if !functions.is_empty()
-                && !call_default
                 && module.body.iter().all(is_declaration)
                 && functions.iter().all(|f| uses(&f.sym) <= 1)
             {
@@ -154,6 +190,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
         }
     }
     let awaits = mark_awaits(body, module, &mut edits);
+    edits.append(&mut after_awaits);
     // Stable: at one position, inserts keep the order they were planned in.
     edits.sort_by_key(|e| e.start);
     Ok(Plan {
@@ -173,35 +210,75 @@ fn is_declaration(item: &ModuleItem) -> bool {
     }
 }
 
-/// The edit that makes a top-level `export` a statement a function body can hold, keeping
-/// positions: `export const x` → `       const x`, `export default X` → `return         X`.
-/// `None` for other module declarations.
-fn export_edit(body: &str, decl: &ModuleDecl) -> Option<Edit> {
-    let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
-    match decl {
-        ModuleDecl::ExportDecl(e) => {
-            let (start, end) = (off(e.span.lo), off(e.decl.span().lo));
-            Some(Edit {
-                start,
-                kind: EditKind::Replace {
-                    end,
-                    text: blank(body, start, end),
-                },
-            })
-        }
-        ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => Some(
-            return_instead_of_export(body, off(span.lo), off(expr.span().lo)),
-        ),
-        ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => Some(
-            return_instead_of_export(body, off(span.lo), off(decl.span().lo)),
-        ),
-        _ => None,
+/// A top-level `export` and what it exports: `export` or `export default` is the text
+/// `start..end` (up to the declaration or expression), and [`Exported`] says what value the
+/// program's result is.
+struct Export {
+    start: usize,
+    end: usize,
+    value: Exported,
+}
+
+/// The value an `export` makes the program's result.
+enum Exported {
+    /// None: `export const x = 1`, `export default interface I {}`.
+    Nothing,
+    /// `export default <expr>`, or an anonymous `function` or `class`: the value is the
+    /// text `start..end`, an expression once `export default` is gone.
+    Expression { start: usize, end: usize },
+    /// `export default function f() {}` or `class C {}`: the declaration stays (it binds
+    /// `name`, as in a module) and ends at `end`.
+    Declaration { name: String, end: usize },
+}
+
+impl Export {
+    /// The export `decl` is, or `None` for other module declarations (positions are byte
+    /// offsets in the body the module was parsed from).
+    fn of(decl: &ModuleDecl) -> Option<Export> {
+        let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
+        let (start, end, value) = match decl {
+            ModuleDecl::ExportDecl(e) => (e.span.lo, e.decl.span().lo, Exported::Nothing),
+            ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => {
+                let value = Exported::Expression {
+                    start: off(expr.span().lo),
+                    end: off(expr.span().hi),
+                };
+                (span.lo, expr.span().lo, value)
+            }
+            ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => {
+                let name = match decl {
+                    DefaultDecl::Class(c) => Some(c.ident.as_ref()),
+                    DefaultDecl::Fn(f) => Some(f.ident.as_ref()),
+                    DefaultDecl::TsInterfaceDecl(_) => None,
+                };
+                let value = match name {
+                    None => Exported::Nothing,
+                    Some(Some(name)) => Exported::Declaration {
+                        name: name.sym.to_string(),
+                        end: off(decl.span().hi),
+                    },
+                    Some(None) => Exported::Expression {
+                        start: off(decl.span().lo),
+                        end: off(decl.span().hi),
+                    },
+                };
+                (span.lo, decl.span().lo, value)
+            }
+            _ => return None,
+        };
+        Some(Export {
+            start: off(start),
+            end: off(end),
+            value,
+        })
     }
 }
 
-/// `body` with its top-level `export`s made statements ([`export_edit`]), for checking the
-/// program as the body of a function (`codemode check --tsc`); `body` itself when it does
-/// not parse (the compiler then reports the syntax error) or exports nothing.
+/// `body` with its top-level `export`s made statements, for checking the program as the
+/// body of a function (`codemode check --tsc`): `export` and `export default` before a
+/// declaration become spaces, and before an expression (or an anonymous function or class)
+/// `void` and spaces, so the value is still checked. Positions stay. `body` itself when it
+/// does not parse (the compiler then reports the syntax error) or exports nothing.
 pub(crate) fn exports_as_statements(body: &str) -> String {
     let body = &*without_hashbang(body);
     let Ok(Parsed { module, .. }) = parse(body) else {
@@ -211,40 +288,22 @@ pub(crate) fn exports_as_statements(body: &str) -> String {
     let mut last = 0;
     for item in &module.body {
         if let ModuleItem::ModuleDecl(decl) = item
-            && let Some(Edit {
-                start,
-                kind: EditKind::Replace { end, text },
-            }) = export_edit(body, decl)
+            && let Some(export) = Export::of(decl)
         {
-            out.push_str(&body[last..start]);
-            out.push_str(&text);
-            last = end;
+            out.push_str(&body[last..export.start]);
+            let spaces = blank(body, export.start, export.end);
+            if let Exported::Expression { .. } = export.value {
+                // `export` is six characters on the export's first line: room for `void`.
+                out.push_str("void");
+                out.push_str(&spaces[4..]);
+            } else {
+                out.push_str(&spaces);
+            }
+            last = export.end;
         }
     }
     out.push_str(&body[last..]);
     out
-}
-
-/// `export default X` → `return         X` (same length, so positions stay).
-fn return_instead_of_export(body: &str, start: usize, expr_start: usize) -> Edit {
-    let mut text = String::from("return");
-    let width = body[start..expr_start].chars().count();
-    let keep_lines = blank(body, start, expr_start);
-    // Keep any line breaks between `export default` and the expression.
-    if keep_lines.contains('\n') {
-        text = keep_lines.replacen("      ", "return", 1);
-    } else {
-        while text.chars().count() < width {
-            text.push(' ');
-        }
-    }
-    Edit {
-        start,
-        kind: EditKind::Replace {
-            end: expr_start,
-            text,
-        },
-    }
 }
 
 struct IdentCounter<'a> {
@@ -271,6 +330,28 @@ mod tests {
         let implicit = format!("{}=true;return a + 1", wrapper().implicit);
         assert!(p.code.contains(&implicit), "{}", p.code);
         assert!(p.code.starts_with(&wrapper().prefix));
+    }
+
+    #[test]
+    fn exports_are_checked_as_statements_in_place() {
+        use super::exports_as_statements as statements;
+        // Before an expression, `void` keeps the value checked, whatever the line breaks.
+        assert_eq!(statements("export default\n42"), "void          \n42");
+        assert_eq!(statements("export\ndefault 1"), "void  \n        1");
+        assert_eq!(
+            statements("export default function () {}"),
+            "void           function () {}"
+        );
+        // Before a declaration, spaces: the declaration stays.
+        assert_eq!(
+            statements("export default function f() {} f()"),
+            "               function f() {} f()"
+        );
+        assert_eq!(statements("export const a = 1"), "       const a = 1");
+        assert_eq!(
+            statements("export default interface I {}"),
+            "               interface I {}"
+        );
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(super) struct Wrapper {
     /// statement (`IMPLICIT = true; return x`): the run then knows its result was not asked
     /// for with `return` (see [`Program::code`](super::Program::code)).
     pub(super) implicit: String,
+    /// The variable an `export default` value is assigned to where the export stands
+    /// (`DEFAULT = (x);`); the body then ends with `return DEFAULT;`, so statements after
+    /// the export still run, as in a module.
+    pub(super) default: String,
 }
 
 /// The wrapper of this process. The mark's name ends in 16 random hex digits, so that no
@@ -34,13 +38,15 @@ pub(super) fn wrapper() -> &'static Wrapper {
         let tag = hasher.finish();
         let mark = format!("__codemode_at_{tag:016x}");
         let implicit = format!("__codemode_implicit_{tag:016x}");
+        let default = format!("__codemode_default_{tag:016x}");
         Wrapper {
             prefix: format!(
-                "(function(){{let {mark}=0,{implicit}=false;return[async function program() {{"
+                "(function(){{let {mark}=0,{implicit}=false,{default};return[async function program() {{"
             ),
             suffix: format!("\n}},()=>{mark},()=>{implicit}]}})()"),
             mark,
             implicit,
+            default,
         }
     })
 }

@@ -365,6 +365,68 @@ fn the_watchdog_stops_work_neither_other_guard_can_see() {
 }
 
 #[tokio::test]
+async fn export_default_runs_as_in_a_module() {
+    let h = Harness::new(fast_limits());
+    // A line break after `export default` (or between its words) does not end the
+    // statement: the value is still the result.
+    assert_eq!(h.ok("export default\n42").await, json!(42));
+    assert_eq!(h.ok("export\ndefault 43").await, json!(43));
+    // A named declaration stays a declaration: its name is bound, and the statements after
+    // the export run before the exported function is called.
+    assert_eq!(
+        h.ok("export default function f() { return 3 } f()").await,
+        json!(3)
+    );
+    let v = h
+        .run("export default function f() { return 2 }\nconsole.log('after', f())")
+        .await;
+    assert_eq!(v["result"], json!(2), "{v:#}");
+    assert_eq!(v["logs"][0]["text"], "after 2", "{v:#}");
+    let v = h.run("export default 1\nconsole.log('runs')\n7").await;
+    assert_eq!(v["result"], json!(1), "{v:#}");
+    assert_eq!(v["logs"][0]["text"], "runs", "{v:#}");
+    // Anonymous declarations are values; awaits in the value are awaited and marked.
+    assert_eq!(
+        h.ok("export default function () { return 'anon' }\n(1)")
+            .await,
+        json!("anon")
+    );
+    assert_eq!(
+        h.ok("export default await Promise.resolve(5)").await,
+        json!(5)
+    );
+    // TypeScript: an exported interface is no value (the last expression is the result),
+    // and overloads before the exported function are types.
+    assert_eq!(
+        h.ok("export default interface I { a: number }; 9").await,
+        json!(9)
+    );
+    assert_eq!(
+        h.ok("export default function f(a: string): number;\nexport default function f(a: any) { return 8 }")
+            .await,
+        json!(8)
+    );
+    // A class is not called (that needs `new`): it is an explicit result that is not JSON.
+    for program in [
+        "export default class A {}",
+        "export default class { static x = 1 }",
+    ] {
+        let e = h.err(program).await;
+        assert_eq!(e["name"], "ResultError", "{program}: {e:#}");
+        assert!(
+            e["message"].as_str().unwrap().contains("is not JSON"),
+            "{program}: {e:#}"
+        );
+    }
+    // An error after the export keeps its position in the model's text.
+    let e = h
+        .err("export default\n  await Promise.resolve(1);\nnull.x")
+        .await;
+    assert_eq!(e["name"], "TypeError", "{e:#}");
+    assert_eq!((&e["line"], &e["column"]), (&json!(3), &json!(1)), "{e:#}");
+}
+
+#[tokio::test]
 async fn program_forms_a_model_writes() {
     let h = Harness::new(fast_limits());
     assert_eq!(
