@@ -5,7 +5,7 @@ use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::Module;
 use swc_ecma_visit::{Visit, VisitWith};
 
-use super::forms::{Edit, EditKind};
+use super::forms::{Edit, EditKind, token_start};
 use super::positions::LineIndex;
 use super::wrapper::wrapper;
 
@@ -65,7 +65,7 @@ pub(super) fn mark_awaits(body: &str, module: &Module, edits: &mut Vec<Edit>) ->
             text,
         });
         edits.push(Edit {
-            start: off(arg_lo),
+            start: token_start(body, off(arg_lo)),
             kind: EditKind::Insert(format!("({} = {}, ", wrapper().mark, n + 1)),
         });
         edits.push(Edit {

@@ -55,6 +55,29 @@ fn blank(text: &str, start: usize, end: usize) -> String {
         .collect()
 }
 
+/// The first byte of the token at or after `pos` in `body`, past whitespace and comments.
+/// swc starts the span of the token after an HTML-like comment (`<!-- …` anywhere, `--> …`
+/// at the start of a line: ECMAScript Annex B.1.1) at the comment, and an edit made there
+/// would land before the comment, out of the code.
+pub(super) fn token_start(body: &str, mut pos: usize) -> usize {
+    loop {
+        let rest = &body[pos..];
+        let code = rest.trim_start();
+        pos += rest.len() - code.len();
+        if code.starts_with("<!--") || code.starts_with("-->") || code.starts_with("//") {
+            pos += code
+                .find(['\n', '\r', '\u{2028}', '\u{2029}'])
+                .unwrap_or(code.len());
+        } else if let Some(comment) = code.strip_prefix("/*")
+            && let Some(end) = comment.find("*/")
+        {
+            pos += end + 4;
+        } else {
+            return pos;
+        }
+    }
+}
+
 /// Recognises the form of `module` (parsed from `body`) and plans the edits that make it
 /// the body of an async function: `import type` and `export` keywords blanked, `export
 /// default X` assigned where it stands and returned at the end, the last expression
@@ -114,7 +137,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                     Exported::Expression { start, end } => {
                         call_default = true;
                         edits.push(Edit {
-                            start,
+                            start: token_start(body, start),
                             kind: EditKind::Insert(format!("{default}=")),
                         });
                         // After the await marks: one may end where the value ends.
@@ -148,7 +171,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
         _ if call_default => append = Some(format!("return {};", wrapper().default)),
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
             edits.push(Edit {
-                start: off(e.expr.span().lo),
+                start: token_start(body, off(e.expr.span().lo)),
                 kind: EditKind::Insert(format!("{}=true;return ", wrapper().implicit)),
             });
         }

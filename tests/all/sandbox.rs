@@ -427,6 +427,24 @@ async fn export_default_runs_as_in_a_module() {
 }
 
 #[tokio::test]
+async fn html_like_comments_before_the_result_are_comments() {
+    // ECMAScript Annex B.1.1: in a script, `<!--` starts a comment anywhere and `-->` at
+    // the start of a line. The inserted `return` and await marks go after them.
+    let h = Harness::new(fast_limits());
+    for (program, result) in [
+        ("<!-- c\n1+1", json!(2)),
+        ("const a = 1\n--> c\na+1", json!(2)),
+        ("const a = 2\n  /* x */ --> c\na*3", json!(6)),
+        ("let x = 1 <!-- x\nx", json!(1)),
+        ("/* a */ <!-- b\n/* c */ 6", json!(6)),
+        ("<!-- c\nawait Promise.resolve(3)", json!(3)),
+        ("const r = await <!-- c\n Promise.resolve(4); r", json!(4)),
+    ] {
+        assert_eq!(h.ok(program).await, result, "{program}");
+    }
+}
+
+#[tokio::test]
 async fn program_forms_a_model_writes() {
     let h = Harness::new(fast_limits());
     assert_eq!(
