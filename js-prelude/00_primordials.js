@@ -29,6 +29,22 @@ P.ArrayPrototypePush = uncurryThis(Array.prototype.push);
 P.ArrayPrototypeJoin = uncurryThis(Array.prototype.join);
 P.ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
 P.FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
+// Whether `fn` is a class: its source starts with the keyword `class` (then white space, a
+// comment or `{`), which calling it would reject. False for what cannot tell (a bound
+// class, a proxy).
+P.isClass = (fn) => {
+  let source;
+  try {
+    source = P.FunctionPrototypeToString(fn);
+  } catch {
+    return false;
+  }
+  if (!P.StringPrototypeStartsWith(source, "class")) return false;
+  const c = P.StringPrototypeCharCodeAt(source, 5);
+  return c === 0x7b || c === 0x2f || (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0 ||
+    c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
+    c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+};
 P.String = String;
 P.StringPrototypeSlice = uncurryThis(String.prototype.slice);
 P.StringPrototypeCharCodeAt = uncurryThis(String.prototype.charCodeAt);

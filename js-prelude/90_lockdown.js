@@ -37,18 +37,11 @@ internals.reportUnhandled = function reportUnhandled(main) {
   P.MapPrototypeClear(unhandled);
 };
 
-// The runner the host calls: runs the program function and, for `export default <fn>`,
-// calls the exported function. A class is not called (it needs `new`): it is the result,
-// which is not JSON.
-internals.runDefault = async function runDefault(main) {
+// The runner the host calls for a program with `export default`: runs the program
+// function and, when it returns the exported value (`exported()`) and that is a function,
+// calls it. A class is not called (it needs `new`): it is the result, which is not JSON.
+internals.runDefault = async function runDefault(main, exported) {
   const value = await main();
-  return typeof value === "function" && !isClass(value) ? await value() : value;
+  const call = typeof value === "function" && value === exported() && !P.isClass(value);
+  return call ? await value() : value;
 };
-
-function isClass(fn) {
-  try {
-    return P.StringPrototypeStartsWith(P.FunctionPrototypeToString(fn), "class");
-  } catch {
-    return false;
-  }
-}

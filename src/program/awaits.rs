@@ -45,8 +45,10 @@ pub(super) fn mark_awaits(body: &str, module: &Module, edits: &mut Vec<Edit>) ->
     let mut awaits = Vec::with_capacity(finder.spans.len());
     let lines = LineIndex::new(body);
     for (n, (at, arg_lo, arg_hi)) in finder.spans.into_iter().enumerate() {
-        let (line, col) = lines.line_col(body, off(at));
-        let written = &body[off(arg_lo).min(body.len())..off(arg_hi).min(body.len())];
+        // Past any HTML-like comment swc counts into the spans (see `token_start`).
+        let (at, arg_lo) = (token_start(body, off(at)), token_start(body, off(arg_lo)));
+        let (line, col) = lines.line_col(body, at);
+        let written = &body[arg_lo.min(body.len())..off(arg_hi).min(body.len())];
         // Only the start is shown: nested awaits must not make this quadratic.
         let mut cut = written.len().min(240);
         while !written.is_char_boundary(cut) {
@@ -65,7 +67,7 @@ pub(super) fn mark_awaits(body: &str, module: &Module, edits: &mut Vec<Edit>) ->
             text,
         });
         edits.push(Edit {
-            start: token_start(body, off(arg_lo)),
+            start: arg_lo,
             kind: EditKind::Insert(format!("({} = {}, ", wrapper().mark, n + 1)),
         });
         edits.push(Edit {

@@ -66,8 +66,14 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
 /// `body` with a leading `#!` line written as a `//` comment (same length: positions stay),
 /// since the program runs inside a wrapper where a hashbang is not at the start.
 pub(super) fn without_hashbang(body: &str) -> std::borrow::Cow<'_, str> {
-    match body.strip_prefix("#!") {
-        Some(rest) => format!("//{rest}").into(),
+    // A byte order mark (U+FEFF, whitespace to JavaScript) may come first.
+    let bom = if body.starts_with('\u{FEFF}') {
+        '\u{FEFF}'.len_utf8()
+    } else {
+        0
+    };
+    match body[bom..].strip_prefix("#!") {
+        Some(rest) => format!("{}//{rest}", &body[..bom]).into(),
         None => body.into(),
     }
 }

@@ -9,8 +9,8 @@
 
 use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::{
-    Decl, DefaultDecl, ExportDefaultDecl, ExportDefaultExpr, Ident, ImportDecl, Module, ModuleDecl,
-    ModuleItem, Stmt,
+    Decl, DefaultDecl, ExportDecl, ExportDefaultDecl, ExportDefaultExpr, ExportSpecifier, Ident,
+    ImportDecl, Module, ModuleDecl, ModuleExportName, ModuleItem, NamedExport, Stmt,
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
@@ -47,11 +47,18 @@ pub(super) struct Plan {
     pub(super) awaits: Vec<AwaitSite>,
 }
 
-/// Spaces of the same length as `text[start..end]`, keeping its line breaks.
+/// Spaces of the same length in characters as `text[start..end]`, keeping its line
+/// terminators (ECMAScript's four).
 fn blank(text: &str, start: usize, end: usize) -> String {
     text[start..end]
         .chars()
-        .map(|c| if c == '\n' || c == '\r' { c } else { ' ' })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}') {
+                c
+            } else {
+                ' '
+            }
+        })
         .collect()
 }
 
@@ -61,8 +68,11 @@ fn blank(text: &str, start: usize, end: usize) -> String {
 /// would land before the comment, out of the code.
 pub(super) fn token_start(body: &str, mut pos: usize) -> usize {
     loop {
-        let rest = &body[pos..];
-        let code = rest.trim_start();
+        let Some(rest) = body.get(pos..) else {
+            return pos;
+        };
+        // ECMAScript's white space includes U+FEFF, which Rust's does not.
+        let code = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{FEFF}');
         pos += rest.len() - code.len();
         if code.starts_with("<!--") || code.starts_with("-->") || code.starts_with("//") {
             pos += code
@@ -92,6 +102,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
     let mut edits = Vec::new();
     let mut after_awaits = Vec::new();
     let mut call_default = false;
+    let mut seen_default = false;
     for item in &module.body {
         let ModuleItem::ModuleDecl(decl) = item else {
             continue;
@@ -118,10 +129,28 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             }
             ModuleDecl::ExportDecl(_)
             | ModuleDecl::ExportDefaultExpr(_)
-            | ModuleDecl::ExportDefaultDecl(_) => {
-                let Some(export) = Export::of(decl) else {
-                    continue;
+            | ModuleDecl::ExportDefaultDecl(_)
+            | ModuleDecl::ExportNamed(NamedExport { src: None, .. }) => {
+                let Some(mut export) = Export::of(decl) else {
+                    return Err(position_error(
+                        body,
+                        off(decl.span().lo),
+                        "`export { … as default }` is not available: write `export default value`"
+                            .into(),
+                    ));
                 };
+                // A named function or class the program's own statements use (not only
+                // its other functions and classes) is the program's business: it is not
+                // called again when the program ends (that could run it twice).
+                if let Exported::Declaration { name, .. } = &export.value
+                    && module
+                        .body
+                        .iter()
+                        .filter(|other| !std::ptr::eq(*other, item) && !declares_code(other))
+                        .any(|other| uses(other, name) > 0)
+                {
+                    export.value = Exported::Nothing;
+                }
                 edits.push(Edit {
                     start: export.start,
                     kind: EditKind::Replace {
@@ -132,18 +161,32 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                 // `export default x` assigns the value where it stands, and the body
                 // returns it at its end (`return DEFAULT;`, appended below).
                 let default = &wrapper().default;
+                // Types (interfaces, overloads) aside, one value is exported by default.
+                let is_default = matches!(
+                    decl,
+                    ModuleDecl::ExportDefaultExpr(_) | ModuleDecl::ExportDefaultDecl(_)
+                ) && !matches!(export.value, Exported::Nothing);
+                if is_default && std::mem::replace(&mut seen_default, true) {
+                    return Err(position_error(
+                        body,
+                        export.start,
+                        "a module has one `export default`; this is a second".into(),
+                    ));
+                }
                 match export.value {
                     Exported::Nothing => {}
                     Exported::Expression { start, end } => {
                         call_default = true;
+                        // As a property's value, an anonymous function or class is named
+                        // `default`, as a module's is.
                         edits.push(Edit {
                             start: token_start(body, start),
-                            kind: EditKind::Insert(format!("{default}=")),
+                            kind: EditKind::Insert(format!("{default}={{default:")),
                         });
                         // After the await marks: one may end where the value ends.
                         after_awaits.push(Edit {
                             start: end,
-                            kind: EditKind::Insert(";".to_owned()),
+                            kind: EditKind::Insert("}.default;".to_owned()),
                         });
                     }
                     Exported::Declaration { name, end } => {
@@ -180,14 +223,20 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                 .body
                 .iter()
                 .filter_map(|item| match item {
-                    ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f))) => Some(&f.ident),
+                    ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f)))
+                    | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl {
+                        decl: Decl::Fn(f),
+                        ..
+                    })) => Some(&f.ident),
                     _ => None,
                 })
                 .collect();
             let uses = |name: &str| {
-                let mut counter = IdentCounter { name, count: 0 };
-                module.visit_with(&mut counter);
-                counter.count
+                module
+                    .body
+                    .iter()
+                    .map(|item| uses(item, name))
+                    .sum::<usize>()
             };
             if let Some(main) = functions.iter().find(|i| &*i.sym == "main")
                 && uses(&main.sym) <= 1
@@ -244,7 +293,8 @@ struct Export {
 
 /// The value an `export` makes the program's result.
 enum Exported {
-    /// None: `export const x = 1`, `export default interface I {}`.
+    /// None: `export const x = 1`, `export {}`, `export default interface I {}`, an
+    /// overload's signature, or a function the program calls itself.
     Nothing,
     /// `export default <expr>`, or an anonymous `function` or `class`: the value is the
     /// text `start..end`, an expression once `export default` is gone.
@@ -255,12 +305,35 @@ enum Exported {
 }
 
 impl Export {
-    /// The export `decl` is, or `None` for other module declarations (positions are byte
-    /// offsets in the body the module was parsed from).
+    /// The export `decl` is, or `None` for other module declarations and for an `export
+    /// { … }` that exports a default (positions are byte offsets in the body the module was
+    /// parsed from).
     fn of(decl: &ModuleDecl) -> Option<Export> {
         let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
         let (start, end, value) = match decl {
             ModuleDecl::ExportDecl(e) => (e.span.lo, e.decl.span().lo, Exported::Nothing),
+            // `export {}` (a TypeScript file's way to be a module) and `export { a, b }`
+            // export nothing a program's result needs: the whole statement goes. One that
+            // exports a default is not one of these.
+            ModuleDecl::ExportNamed(NamedExport {
+                span,
+                specifiers,
+                src: None,
+                ..
+            }) => {
+                let is_default = |name: &ModuleExportName| match name {
+                    ModuleExportName::Ident(i) => &*i.sym == "default",
+                    ModuleExportName::Str(s) => &*s.value == "default",
+                };
+                let exports_default = specifiers.iter().any(|s| match s {
+                    ExportSpecifier::Named(n) => is_default(n.exported.as_ref().unwrap_or(&n.orig)),
+                    _ => true,
+                });
+                if exports_default {
+                    return None;
+                }
+                (span.lo, span.hi, Exported::Nothing)
+            }
             ModuleDecl::ExportDefaultExpr(ExportDefaultExpr { span, expr }) => {
                 let value = Exported::Expression {
                     start: off(expr.span().lo),
@@ -271,8 +344,9 @@ impl Export {
             ModuleDecl::ExportDefaultDecl(ExportDefaultDecl { span, decl }) => {
                 let name = match decl {
                     DefaultDecl::Class(c) => Some(c.ident.as_ref()),
-                    DefaultDecl::Fn(f) => Some(f.ident.as_ref()),
-                    DefaultDecl::TsInterfaceDecl(_) => None,
+                    // An overload's signature (no body) is a type.
+                    DefaultDecl::Fn(f) if f.function.body.is_some() => Some(f.ident.as_ref()),
+                    DefaultDecl::Fn(_) | DefaultDecl::TsInterfaceDecl(_) => None,
                 };
                 let value = match name {
                     None => Exported::Nothing,
@@ -299,9 +373,10 @@ impl Export {
 
 /// `body` with its top-level `export`s made statements, for checking the program as the
 /// body of a function (`codemode check --tsc`): `export` and `export default` before a
-/// declaration become spaces, and before an expression (or an anonymous function or class)
-/// `void` and spaces, so the value is still checked. Positions stay. `body` itself when it
-/// does not parse (the compiler then reports the syntax error) or exports nothing.
+/// declaration become spaces, `export {}` goes, and before an expression (or an anonymous
+/// function or class) `return` and spaces (`void` when a line break comes before the
+/// value), so the value is still checked. Positions stay. `body` itself when it does not
+/// parse (the compiler then reports the syntax error) or exports nothing.
 pub(crate) fn exports_as_statements(body: &str) -> String {
     let body = &*without_hashbang(body);
     let Ok(Parsed { module, .. }) = parse(body) else {
@@ -316,9 +391,15 @@ pub(crate) fn exports_as_statements(body: &str) -> String {
             out.push_str(&body[last..export.start]);
             let spaces = blank(body, export.start, export.end);
             if let Exported::Expression { .. } = export.value {
-                // `export` is six characters on the export's first line: room for `void`.
-                out.push_str("void");
-                out.push_str(&spaces[4..]);
+                // `return` when the value starts on the same line; `void` (which a line
+                // break does not end, and which fits in `export`) when it does not.
+                let keyword = if spaces.contains(['\n', '\r', '\u{2028}', '\u{2029}']) {
+                    "void"
+                } else {
+                    "return"
+                };
+                out.push_str(keyword);
+                out.push_str(&spaces[keyword.len()..]);
             } else {
                 out.push_str(&spaces);
             }
@@ -327,6 +408,27 @@ pub(crate) fn exports_as_statements(body: &str) -> String {
     }
     out.push_str(&body[last..]);
     out
+}
+
+/// Whether `item` declares a function or a class (code that runs only when called).
+fn declares_code(item: &ModuleItem) -> bool {
+    matches!(
+        item,
+        ModuleItem::Stmt(Stmt::Decl(Decl::Fn(_) | Decl::Class(_)))
+            | ModuleItem::ModuleDecl(
+                ModuleDecl::ExportDecl(ExportDecl {
+                    decl: Decl::Fn(_) | Decl::Class(_),
+                    ..
+                }) | ModuleDecl::ExportDefaultDecl(_)
+            )
+    )
+}
+
+/// How many identifiers named `name` `item` holds (bindings and references alike).
+fn uses(item: &ModuleItem, name: &str) -> usize {
+    let mut counter = IdentCounter { name, count: 0 };
+    item.visit_with(&mut counter);
+    counter.count
 }
 
 struct IdentCounter<'a> {
@@ -358,13 +460,20 @@ mod tests {
     #[test]
     fn exports_are_checked_as_statements_in_place() {
         use super::exports_as_statements as statements;
-        // Before an expression, `void` keeps the value checked, whatever the line breaks.
+        // Before an expression, `return` keeps the value checked; `void` when a line break
+        // would end the `return`.
+        assert_eq!(statements("export default 1 + 2"), "return         1 + 2");
         assert_eq!(statements("export default\n42"), "void          \n42");
         assert_eq!(statements("export\ndefault 1"), "void  \n        1");
         assert_eq!(
-            statements("export default function () {}"),
-            "void           function () {}"
+            statements("export default\u{2028}1"),
+            "void          \u{2028}1"
         );
+        assert_eq!(
+            statements("export default function () {}"),
+            "return         function () {}"
+        );
+        assert_eq!(statements("export {}\nlet a = 1"), "         \nlet a = 1");
         // Before a declaration, spaces: the declaration stays.
         assert_eq!(
             statements("export default function f() {} f()"),

@@ -49,13 +49,15 @@ use self::wrapper::wrapper;
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
-    /// JavaScript whose completion value is `[program, lastAwait, implicit]`: the async
-    /// function to call, a function returning the number of the await the program last
-    /// reached (0 before the first; see [`wrapper::Wrapper::mark`]), and a function
-    /// returning whether the program's result is the value of its last expression
-    /// statement rather than a `return` (see [`wrapper::Wrapper::implicit`]).
+    /// JavaScript whose completion value is `[program, lastAwait, implicit, exported]`:
+    /// the async function to call, a function returning the number of the await the
+    /// program last reached (0 before the first; see [`wrapper::Wrapper::mark`]), a
+    /// function returning whether the program's result is the value of its last expression
+    /// statement rather than a `return` (see [`wrapper::Wrapper::implicit`]), and a
+    /// function returning the `export default` value (see [`wrapper::Wrapper::default`]).
     pub(crate) code: String,
-    /// When the program was `export default <expr>`: call the value if it is a function.
+    /// When the program has `export default <expr>`: a result that is the exported value
+    /// is called when it is a function.
     pub(crate) call_default: bool,
     /// The program's awaits, numbered from 1 (see [`wrapper::Wrapper::mark`]).
     pub(crate) awaits: Vec<AwaitSite>,

@@ -2,13 +2,13 @@
 //!
 //! The body runs as `(async function program() {` … `})`, opening on the body's first line
 //! so that lines stay the model's; the code evaluates to
-//! `[program, () => lastAwait, () => implicit]`.
+//! `[program, () => lastAwait, () => implicit, () => exported]`.
 
 /// The wrapper around the program body and its await mark (see [`wrapper`]).
 pub(super) struct Wrapper {
     /// Put before the program body, on its first line: the program's function sits in a
-    /// closure with the await mark and the implicit-result flag, and the code evaluates to
-    /// `[program, () => lastAwait, () => implicit]`.
+    /// closure with the await mark, the implicit-result flag and the exported value, and
+    /// the code evaluates to `[program, () => lastAwait, () => implicit, () => exported]`.
     pub(super) prefix: String,
     /// Put after the program body.
     pub(super) suffix: String,
@@ -43,7 +43,7 @@ pub(super) fn wrapper() -> &'static Wrapper {
             prefix: format!(
                 "(function(){{let {mark}=0,{implicit}=false,{default};return[async function program() {{"
             ),
-            suffix: format!("\n}},()=>{mark},()=>{implicit}]}})()"),
+            suffix: format!("\n}},()=>{mark},()=>{implicit},()=>{default}]}})()"),
             mark,
             implicit,
             default,

@@ -307,9 +307,20 @@ impl<'a, 'js> ToJson<'a, 'js> {
             Type::Symbol => Err(ConvertError::Invalid(format!(
                 "{path}: a Symbol is not JSON"
             ))),
-            Type::Function | Type::Constructor => Err(ConvertError::Invalid(format!(
-                "{path}: a function is not JSON (call it and pass its result)"
-            ))),
+            Type::Function | Type::Constructor => {
+                let is_class: bool = self
+                    .prim
+                    .get::<Function<'js>>("isClass")
+                    .and_then(|f| f.call((value,)))
+                    .unwrap_or(false);
+                Err(ConvertError::Invalid(if is_class {
+                    format!(
+                        "{path}: a class is not JSON (pass plain data, such as the fields of an object made with `new`)"
+                    )
+                } else {
+                    format!("{path}: a function is not JSON (call it and pass its result)")
+                }))
+            }
             Type::Module | Type::Unknown => Err(ConvertError::Invalid(format!(
                 "{path}: this value is not JSON"
             ))),

@@ -547,9 +547,9 @@ impl Driver<'_> {
             .map_err(engine_error)?;
         let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
             .map_err(engine_error)?;
-        let (main, implicit) = self.evaluate(ctx, js)?;
+        let (main, implicit, exported) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
-            js.internals.run_default.call((main,))
+            js.internals.run_default.call((main, exported))
         } else {
             main.call(())
         };
@@ -565,24 +565,25 @@ impl Driver<'_> {
         result
     }
 
-    /// Evaluates the program text: its main function and the function that says whether its
-    /// result is implicit (and the bridge learns the program's last-await function).
+    /// Evaluates the program text: its main function, the function that says whether its
+    /// result is implicit and the one that returns its `export default` value (and the
+    /// bridge learns the program's last-await function).
     fn evaluate<'js>(
         &self,
         ctx: &Ctx<'js>,
         js: &Js<'js>,
-    ) -> Result<(Function<'js>, Function<'js>), ProgramError> {
+    ) -> Result<(Function<'js>, Function<'js>, Function<'js>), ProgramError> {
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
         options.filename = Some(PROGRAM_FILE.to_owned());
         let evaluated: rquickjs::Result<Array<'js>> =
             ctx.eval_with_options(self.program.code.as_str(), options);
-        match evaluated.and_then(|pair| {
+        match evaluated.and_then(|parts| {
             if let Some(b) = js.bridge.borrow().as_ref() {
-                *b.last_await.borrow_mut() = Some(pair.get(1)?);
+                *b.last_await.borrow_mut() = Some(parts.get(1)?);
             }
-            Ok((pair.get(0)?, pair.get(2)?))
+            Ok((parts.get(0)?, parts.get(2)?, parts.get(3)?))
         }) {
             Ok(main) => Ok(main),
             Err(rquickjs::Error::Exception) => Err(self.caught(ctx, js)),

@@ -378,10 +378,10 @@ async fn export_default_runs_as_in_a_module() {
         json!(3)
     );
     let v = h
-        .run("export default function f() { return 2 }\nconsole.log('after', f())")
+        .run("export default function f() { return 2 }\nconsole.log('after')")
         .await;
     assert_eq!(v["result"], json!(2), "{v:#}");
-    assert_eq!(v["logs"][0]["text"], "after 2", "{v:#}");
+    assert_eq!(v["logs"][0]["text"], "after", "{v:#}");
     let v = h.run("export default 1\nconsole.log('runs')\n7").await;
     assert_eq!(v["result"], json!(1), "{v:#}");
     assert_eq!(v["logs"][0]["text"], "runs", "{v:#}");
@@ -414,10 +414,69 @@ async fn export_default_runs_as_in_a_module() {
         let e = h.err(program).await;
         assert_eq!(e["name"], "ResultError", "{program}: {e:#}");
         assert!(
-            e["message"].as_str().unwrap().contains("is not JSON"),
+            e["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("result: a class is not JSON (pass plain data, such as the fields of an object made with `new`)"),
             "{program}: {e:#}"
         );
     }
+    // A function whose source merely starts with the letters `class` is called.
+    assert_eq!(h.ok("export default classes => 5").await, json!(5));
+    assert_eq!(
+        h.ok("const o = { classify() { return 1 } }\nexport default o.classify")
+            .await,
+        json!(1)
+    );
+    // An anonymous default is named `default`, as in a module.
+    let v = h
+        .run("export default () => { console.log(new Error('e').stack.split('\\n')[0].trim()); return 1 }")
+        .await;
+    assert_eq!(
+        v["logs"][0]["text"], "at default (program.js:1:259)",
+        "{v:#}"
+    );
+    // Only the exported value is called: a function the program returns otherwise is not.
+    let e = h.err("export default 1\nreturn () => 5").await;
+    assert_eq!(e["name"], "ResultError", "{e:#}");
+    // A function the program calls itself is not called again when it ends.
+    let v = h
+        .run("export default async function main() { console.log('ran'); return 2 }\nawait main()")
+        .await;
+    assert_eq!(v["result"], json!(2), "{v:#}");
+    assert_eq!(v["logs"].as_array().unwrap().len(), 1, "{v:#}");
+    // Calls from its own body or from other functions do not count.
+    assert_eq!(
+        h.ok("export default function fact(n = 5) { return n ? n * fact(n - 1) : 1 }")
+            .await,
+        json!(120)
+    );
+    assert_eq!(
+        h.ok("export default function f() { return 1 }\nfunction g() { return f() }")
+            .await,
+        json!(1)
+    );
+    // One default export (types aside), as in a module.
+    let e = h.err("export default 1\nexport default 2").await;
+    assert_eq!(e["name"], "SyntaxError", "{e:#}");
+    assert_eq!((&e["line"], &e["column"]), (&json!(2), &json!(1)), "{e:#}");
+    // `export {}` and local `export { a }` export nothing the result needs; an exported
+    // `async function main()` is called like a plain one.
+    assert_eq!(h.ok("export {}\nconst x = 1\nx + 1").await, json!(2));
+    assert_eq!(h.ok("const a = 1; export { a }; a + 1").await, json!(2));
+    let e = h.err("const a = 1; export { a as default }").await;
+    assert_eq!(e["name"], "SyntaxError", "{e:#}");
+    assert_eq!(
+        h.ok("export async function main() { return 2 }").await,
+        json!(2)
+    );
+    let e = h.err("export function helper() { return 1 }").await;
+    assert_eq!(e["name"], "ProgramError", "{e:#}");
+    // A byte order mark before a hashbang line.
+    assert_eq!(
+        h.ok("\u{FEFF}#!/usr/bin/env node\nexport default 1").await,
+        json!(1)
+    );
     // An error after the export keeps its position in the model's text.
     let e = h
         .err("export default\n  await Promise.resolve(1);\nnull.x")
@@ -439,9 +498,22 @@ async fn html_like_comments_before_the_result_are_comments() {
         ("/* a */ <!-- b\n/* c */ 6", json!(6)),
         ("<!-- c\nawait Promise.resolve(3)", json!(3)),
         ("const r = await <!-- c\n Promise.resolve(4); r", json!(4)),
+        // U+FEFF is white space to JavaScript.
+        ("let x = 1;\n<!-- a\n\u{FEFF}<!-- b\nx", json!(1)),
+        ("let x = 1;\n<!-- a\n\u{FEFF}--> b\nx", json!(1)),
     ] {
         assert_eq!(h.ok(program).await, result, "{program}");
     }
+    // An await after such a comment is reported where it is, as written.
+    let e = h
+        .err("const p = new Promise(() => {})\n<!-- x\nawait <!-- c\n--> d\np")
+        .await;
+    assert_eq!(e["name"], "DeadlockError", "{e:#}");
+    assert_eq!((&e["line"], &e["column"]), (&json!(3), &json!(1)), "{e:#}");
+    assert!(
+        e["message"].as_str().unwrap().contains("`await p`"),
+        "{e:#}"
+    );
 }
 
 #[tokio::test]
