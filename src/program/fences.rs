@@ -1,5 +1,8 @@
 //! The text around a program: markdown fences and prose, and a hashbang line.
 
+use swc_ecma_ast::{Module, Tpl};
+use swc_ecma_visit::{Visit, VisitWith};
+
 use super::parse::parse;
 
 /// Finds the program inside markdown fences. Returns the body and how many lines precede
@@ -19,7 +22,10 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
         .lines()
         .find(|l| !l.trim().is_empty())
         .is_some_and(is_fence);
-    if !opens_with_fence && parse(source).is_ok() {
+    if !opens_with_fence
+        && let Ok(parsed) = parse(source)
+        && !fence_is_template(source, &parsed.module, is_fence)
+    {
         return (source, 0);
     }
     // Blocks: (tag, body start byte, body end byte, lines before body).
@@ -63,6 +69,31 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
     }
 }
 
+/// Whether a backtick fence line of `source` (parsed as `module`) is read as template
+/// literals: prose that parses (`Solution:` is a label) before a fence. A fence the program
+/// holds is inside a comment (a template literal ends at an unescaped backtick).
+fn fence_is_template(source: &str, module: &Module, is_fence: impl Fn(&str) -> bool) -> bool {
+    struct Templates(Vec<u32>);
+    impl Visit for Templates {
+        fn visit_tpl(&mut self, tpl: &Tpl) {
+            self.0.push(tpl.span.lo.0);
+            tpl.visit_children_with(self);
+        }
+    }
+    let mut templates = Templates(Vec::new());
+    module.visit_with(&mut templates);
+    let mut offset = 0;
+    source.split_inclusive('\n').any(|line| {
+        let start = offset;
+        offset += line.len();
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        is_fence(line.trim_end_matches(['\n', '\r']))
+            && line[indent..].starts_with('`')
+            // Spans start at 1.
+            && templates.0.contains(&((start + indent) as u32 + 1))
+    })
+}
+
 /// `body` with a leading `#!` line written as a `//` comment (same length: positions stay),
 /// since the program runs inside a wrapper where a hashbang is not at the start.
 pub(super) fn without_hashbang(body: &str) -> std::borrow::Cow<'_, str> {
@@ -82,6 +113,13 @@ pub(super) fn without_hashbang(body: &str) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
     use crate::program::prepare;
+
+    #[test]
+    fn prose_that_parses_before_a_fence_is_prose() {
+        // `Solution:` is a label and the fence a chain of tagged templates: still a fence.
+        let (body, lines) = unfence("Solution:\n```ts\nreturn 1\n```\n");
+        assert_eq!((body, lines), ("return 1\n", 2));
+    }
 
     #[test]
     fn fences_and_prose_are_removed_and_lines_kept() {
