@@ -231,7 +231,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                     _ => None,
                 })
                 .collect();
-            let uses = |name: &str| {
+            let uses_anywhere = |name: &str| {
                 module
                     .body
                     .iter()
@@ -239,12 +239,12 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                     .sum::<usize>()
             };
             if let Some(main) = functions.iter().find(|i| &*i.sym == "main")
-                && uses(&main.sym) <= 1
+                && uses_anywhere(&main.sym) <= 1
             {
                 append = Some("return await main();".to_owned());
             } else if !functions.is_empty()
                 && module.body.iter().all(is_declaration)
-                && functions.iter().all(|f| uses(&f.sym) <= 1)
+                && functions.iter().all(|f| uses_anywhere(&f.sym) <= 1)
             {
                 let names: Vec<String> = functions.iter().map(|f| format!("{}()", f.sym)).collect();
                 let first = &functions[0];
@@ -277,7 +277,7 @@ fn is_declaration(item: &ModuleItem) -> bool {
     match item {
         ModuleItem::Stmt(Stmt::Decl(_)) | ModuleItem::Stmt(Stmt::Empty(_)) => true,
         ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => i.type_only,
-        ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(_)) => true,
+        ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(_) | ModuleDecl::ExportNamed(_)) => true,
         _ => false,
     }
 }
