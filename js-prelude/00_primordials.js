@@ -29,9 +29,13 @@ P.ArrayPrototypePush = uncurryThis(Array.prototype.push);
 P.ArrayPrototypeJoin = uncurryThis(Array.prototype.join);
 P.ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
 P.FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
-// Whether `fn` is a class: its source starts with the keyword `class` (then white space, a
-// comment or `{`), which calling it would reject. False for what cannot tell (a bound
-// class, a proxy).
+// Whether `fn` is a class: its source starts with the keyword `class`, then (past white
+// space and comments) a name, `extends` or `{`; a method named `class` has `(` there.
+// Calling a class is rejected. False for what cannot tell (a bound class, a proxy).
+const isSpace = (c) =>
+  (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0 || c === 0x1680 ||
+  (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
+  c === 0x205f || c === 0x3000 || c === 0xfeff;
 P.isClass = (fn) => {
   let source;
   try {
@@ -40,10 +44,22 @@ P.isClass = (fn) => {
     return false;
   }
   if (!P.StringPrototypeStartsWith(source, "class")) return false;
-  const c = P.StringPrototypeCharCodeAt(source, 5);
-  return c === 0x7b || c === 0x2f || (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0 ||
-    c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
-    c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  const at = (i) => P.StringPrototypeCharCodeAt(source, i);
+  let i = 5;
+  if (!(isSpace(at(i)) || at(i) === 0x2f || at(i) === 0x7b)) return false; // `classes`
+  for (;;) {
+    if (isSpace(at(i))) {
+      i++;
+    } else if (at(i) === 0x2f && at(i + 1) === 0x2a) { // /* … */
+      const end = P.StringPrototypeIndexOf(source, "*/", i + 2);
+      if (end < 0) return false;
+      i = end + 2;
+    } else if (at(i) === 0x2f && at(i + 1) === 0x2f) { // // … line end
+      while (i < source.length && at(i) !== 0x0a && at(i) !== 0x0d && at(i) !== 0x2028 && at(i) !== 0x2029) i++;
+    } else {
+      return at(i) !== 0x28; // `(`: a method named `class`
+    }
+  }
 };
 P.String = String;
 P.StringPrototypeSlice = uncurryThis(String.prototype.slice);
@@ -52,6 +68,7 @@ P.StringPrototypePadStart = uncurryThis(String.prototype.padStart);
 P.StringPrototypeReplace = uncurryThis(String.prototype.replace);
 P.StringPrototypeIncludes = uncurryThis(String.prototype.includes);
 P.StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
+P.StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 P.StringPrototypeRepeat = uncurryThis(String.prototype.repeat);
 P.StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
 // A regular expression's text from the engine's own accessors, which read its internal

@@ -558,36 +558,35 @@ fn key_list(keys: &[&str]) -> String {
 }
 
 /// A program as a TypeScript file for the real compiler; see [`typescript_program`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TypescriptProgram {
+#[derive(Clone, Debug)]
+pub struct TypescriptProgram(crate::program::CheckedBody);
+
+impl TypescriptProgram {
     /// The file's text: the program as the body of an async function opening on its first
     /// line, so lines stay the program's.
-    pub text: String,
-    /// Lines before the program in the source (markdown fences): add them to the
-    /// compiler's line numbers.
-    pub line_offset: u32,
-    /// Characters the wrapper adds before the program on the file's first line: subtract
-    /// them from the compiler's columns on that line.
-    pub first_line_columns: u32,
+    pub fn text(&self) -> &str {
+        &self.0.text
+    }
+
+    /// The position in the program's source (1-based line and character column, fences
+    /// counted) of a 1-based (line, column) the compiler reports in [`Self::text`].
+    pub fn original_position(&self, line: u32, column: u32) -> (u32, u32) {
+        self.0.original_position(line, column)
+    }
 }
 
+/// The variable an `export default` value is assigned to, declared by [`TS_WRAPPER`].
+const TS_DEFAULT: &str = "__codemode_default";
+
 /// The text the wrapper puts before a program.
-const TS_WRAPPER: &str = "async function __codemode_program() { ";
+const TS_WRAPPER: &str = "async function __codemode_program() { let __codemode_default: unknown; ";
 
 /// `source` (a `run_code` program) as a TypeScript file to check beside the tools'
 /// declarations and [`SANDBOX_GLOBALS`](crate::SANDBOX_GLOBALS), with what maps the
-/// compiler's positions back to `source`.
+/// compiler's positions back to `source`. The program becomes a function's body, so its
+/// exports become statements: `export default x` is checked as an assignment of `x`.
 pub fn typescript_program(source: &str) -> TypescriptProgram {
-    // Unfencing and finding the exports parse the program: on a stack sized for it. The
-    // program becomes a function's body, so `export default x` is checked as `return x`.
-    let (body, line_offset) = crate::program::with_parse_stack(source.len(), || {
-        let (body, line_offset) = crate::program::unfence(source);
-        (crate::program::exports_as_statements(body), line_offset)
-    })
-    .unwrap_or_else(|_| (source.to_owned(), 0));
-    TypescriptProgram {
-        text: format!("{TS_WRAPPER}{body}\n}}\n"),
-        line_offset,
-        first_line_columns: TS_WRAPPER.len() as u32,
-    }
+    TypescriptProgram(crate::program::body_for_check(
+        source, TS_WRAPPER, TS_DEFAULT, "\n}\n",
+    ))
 }

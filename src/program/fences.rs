@@ -1,6 +1,6 @@
 //! The text around a program: markdown fences and prose, and a hashbang line.
 
-use swc_ecma_ast::{Module, Tpl};
+use swc_ecma_ast::{Module, Tpl, UnaryExpr, UnaryOp};
 use swc_ecma_visit::{Visit, VisitWith};
 
 use super::parse::parse;
@@ -9,6 +9,8 @@ use super::parse::parse;
 /// it in `source`.
 pub(crate) fn unfence(source: &str) -> (&str, u32) {
     let is_fence = |line: &str| {
+        // A byte order mark may open the text.
+        let line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
         let t = line.trim_start_matches(' ');
         line.len() - t.len() <= 3 && (t.starts_with("```") || t.starts_with("~~~"))
     };
@@ -24,7 +26,7 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
         .is_some_and(is_fence);
     if !opens_with_fence
         && let Ok(parsed) = parse(source)
-        && !fence_is_template(source, &parsed.module, is_fence)
+        && !fence_is_code(source, &parsed.module, is_fence)
     {
         return (source, 0);
     }
@@ -69,28 +71,34 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
     }
 }
 
-/// Whether a backtick fence line of `source` (parsed as `module`) is read as template
-/// literals: prose that parses (`Solution:` is a label) before a fence. A fence the program
-/// holds is inside a comment (a template literal ends at an unescaped backtick).
-fn fence_is_template(source: &str, module: &Module, is_fence: impl Fn(&str) -> bool) -> bool {
-    struct Templates(Vec<u32>);
-    impl Visit for Templates {
+/// Whether a fence line of `source` (parsed as `module`) is read as code: prose that
+/// parses (`Solution:` is a label) before a fence, whose backticks are template literals
+/// and whose tildes bitwise nots. A fence a program holds is inside a comment (a template
+/// literal ends at an unescaped backtick), where no expression starts.
+fn fence_is_code(source: &str, module: &Module, is_fence: impl Fn(&str) -> bool) -> bool {
+    struct Starts(Vec<u32>);
+    impl Visit for Starts {
         fn visit_tpl(&mut self, tpl: &Tpl) {
             self.0.push(tpl.span.lo.0);
             tpl.visit_children_with(self);
         }
+        fn visit_unary_expr(&mut self, e: &UnaryExpr) {
+            if e.op == UnaryOp::Tilde {
+                self.0.push(e.span.lo.0);
+            }
+            e.visit_children_with(self);
+        }
     }
-    let mut templates = Templates(Vec::new());
-    module.visit_with(&mut templates);
+    let mut starts = Starts(Vec::new());
+    module.visit_with(&mut starts);
     let mut offset = 0;
     source.split_inclusive('\n').any(|line| {
         let start = offset;
         offset += line.len();
         let indent = line.len() - line.trim_start_matches(' ').len();
+        // Spans start at 1.
         is_fence(line.trim_end_matches(['\n', '\r']))
-            && line[indent..].starts_with('`')
-            // Spans start at 1.
-            && templates.0.contains(&((start + indent) as u32 + 1))
+            && starts.0.contains(&((start + indent) as u32 + 1))
     })
 }
 
@@ -119,6 +127,12 @@ mod tests {
         // `Solution:` is a label and the fence a chain of tagged templates: still a fence.
         let (body, lines) = unfence("Solution:\n```ts\nreturn 1\n```\n");
         assert_eq!((body, lines), ("return 1\n", 2));
+        // The same with tildes (bitwise nots), and a byte order mark before a fence.
+        assert_eq!(
+            unfence("Answer:\n~~~ts\nreturn 2\n~~~\nDone\n"),
+            ("return 2\n", 2)
+        );
+        assert_eq!(unfence("\u{FEFF}```ts\nreturn 4\n```\n"), ("return 4\n", 1));
     }
 
     #[test]

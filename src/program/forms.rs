@@ -9,14 +9,14 @@
 
 use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::{
-    Decl, DefaultDecl, ExportDecl, ExportDefaultDecl, ExportDefaultExpr, ExportSpecifier, Ident,
-    ImportDecl, Module, ModuleDecl, ModuleExportName, ModuleItem, NamedExport, Stmt,
+    ArrowExpr, CallExpr, Callee, Decl, DefaultDecl, ExportDecl, ExportDefaultDecl,
+    ExportDefaultExpr, ExportSpecifier, Expr, Function, Ident, ImportDecl, Module, ModuleDecl,
+    ModuleExportName, ModuleItem, NamedExport, NewExpr, Stmt, TaggedTpl,
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
 use super::awaits::{AwaitSite, mark_awaits};
-use super::fences::without_hashbang;
-use super::parse::{Parsed, parse, position_error};
+use super::parse::position_error;
 use super::wrapper::wrapper;
 use super::{SourceError, SourceErrorKind};
 
@@ -139,15 +139,26 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                             .into(),
                     ));
                 };
-                // A named function or class the program's own statements use (not only
-                // its other functions and classes) is the program's business: it is not
-                // called again when the program ends (that could run it twice).
+                // Types (interfaces, overloads) aside, one value is exported by default.
+                let is_default = matches!(
+                    decl,
+                    ModuleDecl::ExportDefaultExpr(_) | ModuleDecl::ExportDefaultDecl(_)
+                ) && !matches!(export.value, Exported::Nothing);
+                if is_default && std::mem::replace(&mut seen_default, true) {
+                    return Err(position_error(
+                        body,
+                        export.start,
+                        "a module has one `export default`; this is a second".into(),
+                    ));
+                }
+                // A named function or class the program calls itself (outside functions,
+                // whose bodies run later if ever) is the program's business: it is not
+                // called again when the program ends (that would run it twice).
                 if let Exported::Declaration { name, .. } = &export.value
                     && module
                         .body
                         .iter()
-                        .filter(|other| !std::ptr::eq(*other, item) && !declares_code(other))
-                        .any(|other| uses(other, name) > 0)
+                        .any(|other| !std::ptr::eq(other, item) && calls_at_top(other, name))
                 {
                     export.value = Exported::Nothing;
                 }
@@ -161,18 +172,6 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                 // `export default x` assigns the value where it stands, and the body
                 // returns it at its end (`return DEFAULT;`, appended below).
                 let default = &wrapper().default;
-                // Types (interfaces, overloads) aside, one value is exported by default.
-                let is_default = matches!(
-                    decl,
-                    ModuleDecl::ExportDefaultExpr(_) | ModuleDecl::ExportDefaultDecl(_)
-                ) && !matches!(export.value, Exported::Nothing);
-                if is_default && std::mem::replace(&mut seen_default, true) {
-                    return Err(position_error(
-                        body,
-                        export.start,
-                        "a module has one `export default`; this is a second".into(),
-                    ));
-                }
                 match export.value {
                     Exported::Nothing => {}
                     Exported::Expression { start, end } => {
@@ -231,10 +230,14 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                     _ => None,
                 })
                 .collect();
+            // `export { main }` names it without using it.
             let uses_anywhere = |name: &str| {
                 module
                     .body
                     .iter()
+                    .filter(|item| {
+                        !matches!(item, ModuleItem::ModuleDecl(ModuleDecl::ExportNamed(_)))
+                    })
                     .map(|item| uses(item, name))
                     .sum::<usize>()
             };
@@ -371,57 +374,80 @@ impl Export {
     }
 }
 
-/// `body` with its top-level `export`s made statements, for checking the program as the
-/// body of a function (`codemode check --tsc`): `export` and `export default` before a
-/// declaration become spaces, `export {}` goes, and before an expression (or an anonymous
-/// function or class) `return` and spaces (`void` when a line break comes before the
-/// value), so the value is still checked. Positions stay. `body` itself when it does not
-/// parse (the compiler then reports the syntax error) or exports nothing.
-pub(crate) fn exports_as_statements(body: &str) -> String {
-    let body = &*without_hashbang(body);
-    let Ok(Parsed { module, .. }) = parse(body) else {
-        return body.to_owned();
-    };
-    let mut out = String::with_capacity(body.len());
-    let mut last = 0;
+/// The edits that make the top-level `export`s of `module` (parsed from `body`) statements,
+/// for checking the program as the body of a function (`codemode check --tsc`): `export`
+/// and `export default` before a declaration become spaces, `export {}` goes, and an
+/// exported value is assigned to `value` (`value=x;`), which keeps it checked as written
+/// (an assignment takes any expression, and the statements after it stay reachable). In
+/// order of start.
+pub(super) fn exports_as_statements(body: &str, module: &Module, value: &str) -> Vec<Edit> {
+    let mut edits = Vec::new();
     for item in &module.body {
-        if let ModuleItem::ModuleDecl(decl) = item
-            && let Some(export) = Export::of(decl)
-        {
-            out.push_str(&body[last..export.start]);
-            let spaces = blank(body, export.start, export.end);
-            if let Exported::Expression { .. } = export.value {
-                // `return` when the value starts on the same line; `void` (which a line
-                // break does not end, and which fits in `export`) when it does not.
-                let keyword = if spaces.contains(['\n', '\r', '\u{2028}', '\u{2029}']) {
-                    "void"
-                } else {
-                    "return"
-                };
-                out.push_str(keyword);
-                out.push_str(&spaces[keyword.len()..]);
-            } else {
-                out.push_str(&spaces);
-            }
-            last = export.end;
+        let ModuleItem::ModuleDecl(decl) = item else {
+            continue;
+        };
+        let Some(export) = Export::of(decl) else {
+            continue;
+        };
+        edits.push(Edit {
+            start: export.start,
+            kind: EditKind::Replace {
+                end: export.end,
+                text: blank(body, export.start, export.end),
+            },
+        });
+        if let Exported::Expression { start, end } = export.value {
+            edits.push(Edit {
+                start: token_start(body, start),
+                kind: EditKind::Insert(format!("{value}=")),
+            });
+            edits.push(Edit {
+                start: end,
+                kind: EditKind::Insert(";".to_owned()),
+            });
         }
     }
-    out.push_str(&body[last..]);
-    out
+    edits
 }
 
-/// Whether `item` declares a function or a class (code that runs only when called).
-fn declares_code(item: &ModuleItem) -> bool {
-    matches!(
-        item,
-        ModuleItem::Stmt(Stmt::Decl(Decl::Fn(_) | Decl::Class(_)))
-            | ModuleItem::ModuleDecl(
-                ModuleDecl::ExportDecl(ExportDecl {
-                    decl: Decl::Fn(_) | Decl::Class(_),
-                    ..
-                }) | ModuleDecl::ExportDefaultDecl(_)
-            )
-    )
+/// Whether `item` calls (or constructs, or tags a template with) `name` in code that runs
+/// as the program runs: outside the bodies of functions and methods, which run later if
+/// ever (a class's static blocks and field initialisers count).
+fn calls_at_top(item: &ModuleItem, name: &str) -> bool {
+    struct Calls<'a> {
+        name: &'a str,
+        found: bool,
+    }
+    impl Calls<'_> {
+        fn callee(&mut self, e: &Expr) {
+            if let Expr::Ident(i) = e.unwrap_parens()
+                && &*i.sym == self.name
+            {
+                self.found = true;
+            }
+        }
+    }
+    impl Visit for Calls<'_> {
+        fn visit_call_expr(&mut self, c: &CallExpr) {
+            if let Callee::Expr(e) = &c.callee {
+                self.callee(e);
+            }
+            c.visit_children_with(self);
+        }
+        fn visit_new_expr(&mut self, n: &NewExpr) {
+            self.callee(&n.callee);
+            n.visit_children_with(self);
+        }
+        fn visit_tagged_tpl(&mut self, t: &TaggedTpl) {
+            self.callee(&t.tag);
+            t.visit_children_with(self);
+        }
+        fn visit_function(&mut self, _: &Function) {}
+        fn visit_arrow_expr(&mut self, _: &ArrowExpr) {}
+    }
+    let mut calls = Calls { name, found: false };
+    item.visit_with(&mut calls);
+    calls.found
 }
 
 /// How many identifiers named `name` `item` holds (bindings and references alike).
@@ -458,20 +484,25 @@ mod tests {
     }
 
     #[test]
-    fn exports_are_checked_as_statements_in_place() {
-        use super::exports_as_statements as statements;
-        // Before an expression, `return` keeps the value checked; `void` when a line break
-        // would end the `return`.
-        assert_eq!(statements("export default 1 + 2"), "return         1 + 2");
-        assert_eq!(statements("export default\n42"), "void          \n42");
-        assert_eq!(statements("export\ndefault 1"), "void  \n        1");
+    fn exports_are_checked_as_statements() {
+        let statements = |source: &str| crate::program::body_for_check(source, "", "V", "").text;
+        // An exported value is assigned, whatever its precedence and line breaks.
         assert_eq!(
-            statements("export default\u{2028}1"),
-            "void          \u{2028}1"
+            statements("export default 1 + 2"),
+            "               V=1 + 2;"
         );
         assert_eq!(
-            statements("export default function () {}"),
-            "return         function () {}"
+            statements("export default\n() => 1"),
+            "              \nV=() => 1;"
+        );
+        assert_eq!(statements("export\ndefault 1"), "      \n        V=1;");
+        assert_eq!(
+            statements("export default\u{2028}1"),
+            "              \u{2028}V=1;"
+        );
+        assert_eq!(
+            statements("export default function () {}\n(0)"),
+            "               V=function () {};\n(0)"
         );
         assert_eq!(statements("export {}\nlet a = 1"), "         \nlet a = 1");
         // Before a declaration, spaces: the declaration stays.
@@ -484,6 +515,11 @@ mod tests {
             statements("export default interface I {}"),
             "               interface I {}"
         );
+        // Positions map back past the wrapper and the insertions.
+        let checked = crate::program::body_for_check("export default 1 + 2; x.y", "P: ", "V", "");
+        let column = checked.text.find("x.y").unwrap() as u32 + 1;
+        assert_eq!(checked.original_position(1, column), (1, 23));
+        assert_eq!(checked.original_position(1, 2), (1, 1));
     }
 
     #[test]

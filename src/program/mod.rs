@@ -37,14 +37,13 @@ use swc_ecma_ast::Module;
 pub(crate) use self::awaits::AwaitSite;
 pub(crate) use self::fences::unfence;
 use self::fences::without_hashbang;
-pub(crate) use self::forms::exports_as_statements;
 use self::forms::{EditKind, plan_edits};
 use self::parse::parse;
 pub(crate) use self::parse::with_parse_stack;
 pub(crate) use self::positions::LineIndex;
 use self::positions::PositionMap;
 use self::strip::{has_type_syntax, strip_types};
-use self::wrapper::wrapper;
+use self::wrapper::{prefix_chars, wrapper};
 
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
@@ -120,6 +119,7 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     let (body, line_offset) = unfence(source);
     let body = &*without_hashbang(body);
     let mut map = PositionMap {
+        prefix: prefix_chars(),
         line_offset,
         insertions: Vec::new(),
     };
@@ -135,25 +135,7 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
         map.insertions.push((0, 0, USE_STRICT.len() as u32));
         edited.push_str(USE_STRICT);
     }
-    let mut last = 0usize;
-    let lines = LineIndex::new(body);
-    for edit in &plan.edits {
-        edited.push_str(&body[last..edit.start]);
-        match &edit.kind {
-            EditKind::Insert(text) => {
-                let (line, col) = lines.line_col(body, edit.start);
-                map.insertions
-                    .push((line, col, text.chars().count() as u32));
-                edited.push_str(text);
-                last = edit.start;
-            }
-            EditKind::Replace { end, text } => {
-                edited.push_str(text);
-                last = *end;
-            }
-        }
-    }
-    edited.push_str(&body[last..]);
+    apply(body, &plan.edits, &mut map, &mut edited);
     if let Some(tail) = &plan.append {
         edited.push('\n');
         edited.push_str(tail);
@@ -196,6 +178,75 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
         awaits,
         map,
     })
+}
+
+/// Writes `body` with `edits` (by start) applied to `out`, recording the insertions in
+/// `map`.
+fn apply(body: &str, edits: &[forms::Edit], map: &mut PositionMap, out: &mut String) {
+    let mut last = 0usize;
+    let lines = LineIndex::new(body);
+    for edit in edits {
+        out.push_str(&body[last..edit.start]);
+        match &edit.kind {
+            EditKind::Insert(text) => {
+                let (line, col) = lines.line_col(body, edit.start);
+                map.insertions
+                    .push((line, col, text.chars().count() as u32));
+                out.push_str(text);
+                last = edit.start;
+            }
+            EditKind::Replace { end, text } => {
+                out.push_str(text);
+                last = *end;
+            }
+        }
+    }
+    out.push_str(&body[last..]);
+}
+
+/// A program as the body of a function, for the TypeScript compiler (`codemode check
+/// --tsc`): see [`body_for_check`].
+#[derive(Debug, Clone)]
+pub(crate) struct CheckedBody {
+    /// `prefix`, the program's body with its exports made statements, and `suffix`.
+    pub(crate) text: String,
+    map: PositionMap,
+}
+
+impl CheckedBody {
+    /// Maps a 1-based (line, character column) in [`CheckedBody::text`] to the model's
+    /// source (a column in the prefix maps to column 1).
+    pub(crate) fn original_position(&self, line: u32, column: u32) -> (u32, u32) {
+        self.map.original(line, column)
+    }
+}
+
+/// `source` without its fences as the body of a function opened by `prefix` (one line) and
+/// closed by `suffix`, its top-level exports made statements (see
+/// [`forms::exports_as_statements`]; `value` names the variable, declared in `prefix`, an
+/// `export default` value is assigned to). Unchanged when it does not parse: the compiler
+/// then reports the syntax error. Parses on a stack sized for the text.
+pub(crate) fn body_for_check(source: &str, prefix: &str, value: &str, suffix: &str) -> CheckedBody {
+    let (body, line_offset) = unfence(source);
+    let body = &*without_hashbang(body);
+    let mut map = PositionMap {
+        prefix: prefix.chars().count() as u32,
+        line_offset,
+        insertions: Vec::new(),
+    };
+    let mut text = String::with_capacity(prefix.len() + body.len() + suffix.len() + 32);
+    text.push_str(prefix);
+    let edits = with_parse_stack(source.len(), || {
+        parse(body)
+            .ok()
+            .map(|parsed| forms::exports_as_statements(body, &parsed.module, value))
+    });
+    match edits {
+        Ok(Some(edits)) => apply(body, &edits, &mut map, &mut text),
+        _ => text.push_str(body),
+    }
+    text.push_str(suffix);
+    CheckedBody { text, map }
 }
 
 /// The syntax tree of a program for static checks (`codemode check`): the module, the body

@@ -5,11 +5,12 @@
 //! counted in characters (Unicode scalar values), while the engine reports UTF-8 bytes.
 
 use super::Program;
-use super::wrapper::prefix_chars;
 
 /// Where the edits of [`prepare`](super::prepare) moved the model's text.
 #[derive(Debug, Clone, Default)]
 pub(super) struct PositionMap {
+    /// Characters of the wrapper before the program on line 1.
+    pub(super) prefix: u32,
     /// Lines of prose and fence before the program in the model's text.
     pub(super) line_offset: u32,
     /// Insertions into the body: (0-based line, 0-based char column where inserted,
@@ -24,7 +25,7 @@ impl Program {
     pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
         // The engine counts columns in UTF-8 bytes; positions here are in characters.
         let column = self.char_column(line, column);
-        if line == 1 && column <= prefix_chars() {
+        if line == 1 && column <= self.map.prefix {
             return None;
         }
         Some(self.map.original(line, column))
@@ -52,16 +53,22 @@ impl PositionMap {
         let l0 = line.saturating_sub(1);
         let mut c0 = column.saturating_sub(1);
         if l0 == 0 {
-            c0 = c0.saturating_sub(prefix_chars());
+            c0 = c0.saturating_sub(self.prefix);
         }
+        // Insertions on the line, in order: a column past one loses its length, and a
+        // column inside the inserted text is where it was inserted.
         let mut shift = 0;
-        for &(il, ic, len) in &self.insertions {
-            if il == l0 && ic <= c0.saturating_sub(shift) {
-                shift += len;
+        for &(_, ic, len) in self.insertions.iter().filter(|i| i.0 == l0) {
+            let at = ic + shift;
+            if c0 < at {
+                break;
             }
+            if c0 < at + len {
+                return (l0 + 1 + self.line_offset, ic + 1);
+            }
+            shift += len;
         }
-        c0 = c0.saturating_sub(shift);
-        (l0 + 1 + self.line_offset, c0 + 1)
+        (l0 + 1 + self.line_offset, c0 - shift + 1)
     }
 }
 

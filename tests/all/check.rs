@@ -206,6 +206,32 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
         out,
         format!("{p}:2:14: TS2322: Type 'string' is not assignable to type 'number'.\n")
     );
+    // Module forms the compiler accepts are accepted here too: an exported value of any
+    // precedence, on the export's line or the next, code after it still reachable, and an
+    // anonymous default that is a declaration, not the callee of the next line.
+    let clean = [
+        "export default 1 + 2",
+        "export default\n  (x: number) => x * 2",
+        "type Summary = { files: string[] };\nexport default\n  { files: [] } as Summary",
+        "const c = Math.random() > 0.5\nexport default c ? 1 : 2",
+        "const summary: { files?: string[] } = {};\nexport default summary;\nsummary.files = ['a'];\nconsole.log(summary.files.length);",
+        "export default function () { return 1 }\n(0)",
+        "export {}\nconst a: number = 1\na",
+        "#!/usr/bin/env node\nexport default 1",
+    ];
+    for source in clean {
+        std::fs::write(&program, source).unwrap();
+        let (code, out, err) = codemode(&["check", p, "--root", root, "--tsc"], Some(&path));
+        assert_eq!((code, out.as_str()), (0, ""), "{source}\n{err}");
+    }
+    // A position after an inserted assignment maps back to the program's own column.
+    std::fs::write(&program, "export default 1; const n: number = 'x'").unwrap();
+    let (code, out, err) = codemode(&["check", p, "--root", root, "--tsc"], Some(&path));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!("{p}:1:25: TS2322: Type 'string' is not assignable to type 'number'.\n")
+    );
 }
 
 #[test]

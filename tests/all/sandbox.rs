@@ -445,6 +445,20 @@ async fn export_default_runs_as_in_a_module() {
         .await;
     assert_eq!(v["result"], json!(2), "{v:#}");
     assert_eq!(v["logs"].as_array().unwrap().len(), 1, "{v:#}");
+    // Only calls that run as the program runs count: not a mention in a type, a property
+    // name or a function never called, but a class's static block does.
+    for program in [
+        "const g = () => f();\nexport default function f() { console.log('f ran'); return 1 }",
+        "interface Opts { f: number }\nexport default function f() { console.log('f ran'); return 1 }",
+    ] {
+        let v = h.run(program).await;
+        assert_eq!(v["result"], json!(1), "{program}: {v:#}");
+        assert_eq!(v["logs"].as_array().unwrap().len(), 1, "{program}: {v:#}");
+    }
+    let v = h
+        .run("class K { static { f() } }\nexport default function f() { console.log('f ran'); return 1 }")
+        .await;
+    assert_eq!(v["logs"].as_array().unwrap().len(), 1, "{v:#}");
     // Calls from its own body or from other functions do not count.
     assert_eq!(
         h.ok("export default function fact(n = 5) { return n ? n * fact(n - 1) : 1 }")
@@ -456,10 +470,24 @@ async fn export_default_runs_as_in_a_module() {
             .await,
         json!(1)
     );
-    // One default export (types aside), as in a module.
-    let e = h.err("export default 1\nexport default 2").await;
-    assert_eq!(e["name"], "SyntaxError", "{e:#}");
-    assert_eq!((&e["line"], &e["column"]), (&json!(2), &json!(1)), "{e:#}");
+    // One default export (types aside), as in a module, also when the program calls it.
+    for program in [
+        "export default 1\nexport default 2",
+        "export default function f() { return 1 }\nexport default 2\nf()",
+    ] {
+        let e = h.err(program).await;
+        assert_eq!(e["name"], "SyntaxError", "{program}: {e:#}");
+        assert_eq!((&e["line"], &e["column"]), (&json!(2), &json!(1)), "{e:#}");
+    }
+    // A method named `class` is no class.
+    assert_eq!(
+        h.ok("export default ({ class () { return 'method' } }).class")
+            .await,
+        json!("method")
+    );
+    // An error in the exported value is placed at the value.
+    let e = h.err("const a = 1;   export default null.x").await;
+    assert_eq!((&e["line"], &e["column"]), (&json!(1), &json!(31)), "{e:#}");
     // `export {}` and local `export { a }` export nothing the result needs; an exported
     // `async function main()` is called like a plain one.
     assert_eq!(h.ok("export {}\nconst x = 1\nx + 1").await, json!(2));
@@ -469,6 +497,11 @@ async fn export_default_runs_as_in_a_module() {
     assert_eq!(
         h.ok("export async function main() { return 2 }").await,
         json!(2)
+    );
+    assert_eq!(
+        h.ok("async function main() { return 3 }\nexport { main };")
+            .await,
+        json!(3)
     );
     let e = h.err("export function helper() { return 1 }").await;
     assert_eq!(e["name"], "ProgramError", "{e:#}");

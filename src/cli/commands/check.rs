@@ -91,7 +91,7 @@ fn run_tsc(tsc: &Path, decls: &str, source: &str, shown: &str) -> Result<Vec<Str
     let program = typescript_program(source);
     std::fs::write(dir.path().join("tools.d.ts"), decls).map_err(setup)?;
     std::fs::write(dir.path().join("globals.d.ts"), SANDBOX_GLOBALS).map_err(setup)?;
-    std::fs::write(dir.path().join("program.ts"), &program.text).map_err(setup)?;
+    std::fs::write(dir.path().join("program.ts"), program.text()).map_err(setup)?;
     let config = serde_json::json!({
         "compilerOptions": {"strict": true, "noEmit": true, "target": "es2022", "lib": ["es2022"], "types": []},
         "files": ["tools.d.ts", "globals.d.ts", "program.ts"],
@@ -119,16 +119,9 @@ fn run_tsc(tsc: &Path, decls: &str, source: &str, shown: &str) -> Result<Vec<Str
         let (Ok(l), Ok(c)) = (l.parse::<u32>(), c.parse::<u32>()) else {
             continue;
         };
-        let c = if l == 1 {
-            c.saturating_sub(program.first_line_columns).max(1)
-        } else {
-            c
-        };
+        let (l, c) = program.original_position(l, c);
         let message = message.strip_prefix("error ").unwrap_or(message);
-        found.push(format!(
-            "{shown}:{}:{c}: {message}",
-            l + program.line_offset
-        ));
+        found.push(format!("{shown}:{l}:{c}: {message}"));
     }
     if !out.status.success() && found.is_empty() {
         found.push(format!(
