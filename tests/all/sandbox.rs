@@ -827,6 +827,8 @@ async fn warm_engines_serve_one_run_each_and_nothing_survives_between_runs() {
         )
         .await;
     assert_eq!(v["result"], 1, "{v:#}");
+    // The run ended with its result: its pending timer never fired.
+    assert_eq!(v["logs"], json!([]), "{v:#}");
     assert_eq!(pool.stats().cold, 1);
     built(&pool, 1).await;
     tokio::time::sleep(Duration::from_millis(60)).await;
