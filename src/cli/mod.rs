@@ -106,6 +106,34 @@ pub(crate) async fn shutdown_signal() {
     }
 }
 
+/// Cancelled once the process gets Ctrl-C, SIGTERM or SIGHUP (see [`watch_signals`]).
+static STOP: std::sync::OnceLock<tokio_util::sync::CancellationToken> = std::sync::OnceLock::new();
+
+/// The process's stop signal: cancelled by Ctrl-C, SIGTERM or SIGHUP once
+/// [`watch_signals`] runs. A run's `run_code` call takes it as its signal, so a program in
+/// a CPU loop stops too: the engine's interrupt handler reads it, while the run's thread
+/// never gets to await a signal.
+pub(crate) fn stop_signal() -> tokio_util::sync::CancellationToken {
+    STOP.get_or_init(tokio_util::sync::CancellationToken::new)
+        .clone()
+}
+
+/// Watches for the signals of [`shutdown_signal`] on a thread of its own, which cancels
+/// [`stop_signal`]: the run's thread may be busy in the engine when one comes.
+fn watch_signals() -> std::io::Result<()> {
+    let stop = stop_signal();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("codemode-signals".into())
+        .spawn(move || {
+            runtime.block_on(shutdown_signal());
+            stop.cancel();
+        })?;
+    Ok(())
+}
+
 /// A failure before the work could start: exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -128,10 +156,10 @@ fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Ends the MCP servers of a finished command in order ([`setup::close_servers`]); a
 /// signal meanwhile kills them at once.
-async fn close_servers_unless_stopped() {
+async fn close_servers_unless_stopped(stopped: impl std::future::Future<Output = ()>) {
     tokio::select! {
         () = setup::close_servers(true) => {}
-        () = shutdown_signal() => {}
+        () = stopped => {}
     }
 }
 
@@ -180,6 +208,13 @@ fn execute(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // `mcp` handles the signals itself, to end its sessions in order; the other commands
+    // watch them on a thread of their own.
+    if !serves && let Err(e) = watch_signals() {
+        eprintln!("codemode: could not start the thread that watches for signals: {e}");
+        return ExitCode::from(2);
+    }
+    let stop = stop_signal();
     let result = runtime.block_on(async {
         let work = async {
             match cli.command {
@@ -192,9 +227,8 @@ fn execute(cli: Cli) -> ExitCode {
             }
         };
         let result = if serves {
-            // It handles the signals itself, to end its sessions in order.
             let result = work.await;
-            close_servers_unless_stopped().await;
+            close_servers_unless_stopped(shutdown_signal()).await;
             result
         } else {
             // Stopped by a signal, the work is dropped: its MCP servers are killed below. The
@@ -202,14 +236,14 @@ fn execute(cli: Cli) -> ExitCode {
             // its job on a signal) must not turn the signal's exit status into its own.
             tokio::select! {
                 biased;
-                () = shutdown_signal() => {
+                () = stop.cancelled() => {
                     eprintln!("codemode: stopped by a signal");
                     // A run that went on as a job (--yield-after) ends with its processes.
                     setup::shutdown_jobs(std::time::Duration::from_secs(5)).await;
                     Ok(ExitCode::from(130))
                 }
                 result = work => {
-                    close_servers_unless_stopped().await;
+                    close_servers_unless_stopped(stop.cancelled()).await;
                     result
                 }
             }

@@ -756,6 +756,54 @@ fn fifos_are_neither_edited_nor_replaced() {
 }
 
 #[test]
+fn a_signal_stops_a_program_in_a_cpu_loop() {
+    // The run's thread is busy in the engine: the signal is watched on another thread,
+    // whose cancellation the engine's interrupt handler reads.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let program = root.join("p.js");
+    std::fs::write(
+        &program,
+        "await tools.write_file({path: 'started', content: 'x'}); while (true) {}",
+    )
+    .unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let _ = std::fs::remove_file(root.join("started"));
+        let child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .args(["run", program.to_str().unwrap(), "--root"])
+            .arg(root)
+            .args(["--allow", "write", "--timeout", "60s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !root.join("started").exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the program never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let sent = std::time::Instant::now();
+        // SAFETY: kill(2) sends a signal to the child this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("stopped by a signal"),
+            "{out:?}"
+        );
+        // Long before the 60 s timeout (bounded generously: debug builds, busy machines).
+        assert!(
+            sent.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            sent.elapsed()
+        );
+    }
+}
+
+#[test]
 fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -225,7 +225,16 @@ impl RunCommand {
             ),
         };
         let started = std::time::Instant::now();
-        let outcome = tools.registry.call(tool, arguments).await;
+        // Cancelled by a signal: the engine's interrupt handler reads it, so a program in a
+        // CPU loop stops as well.
+        let stop = crate::cli::stop_signal();
+        let request = codemode::Request::new(tool, arguments, stop.clone());
+        let outcome = tools.registry.dispatch(request).await;
+        if stop.is_cancelled() {
+            // The command's own handling of the signal (`cli::execute`) ends it: exit 130,
+            // not the cancelled run's error.
+            std::future::pending::<()>().await;
+        }
         let value = match outcome.into_result() {
             Ok(v) => v,
             Err(e) => return Err(SetupError(e.message().to_owned())),
@@ -403,7 +412,8 @@ async fn follow(
     let jobs = registry.jobs();
     let owner = registry.agent();
     let never = tokio_util::sync::CancellationToken::new();
-    let interrupt = crate::cli::shutdown_signal();
+    let stop = crate::cli::stop_signal();
+    let interrupt = stop.cancelled();
     tokio::pin!(interrupt);
     let mut quiet_since = std::time::Instant::now();
     loop {
