@@ -188,7 +188,7 @@ function constructorName(value) {
   return "";
 }
 
-function join(prefix, items, open, close, indent) {
+function join(prefix, items, open, close) {
   if (items.length === 0) return `${prefix}${open}${close}`;
   let total = prefix.length + open.length + close.length;
   let multiline = false;
@@ -199,15 +199,17 @@ function join(prefix, items, open, close, indent) {
   if (!multiline && total <= LINE_WIDTH) {
     return `${prefix}${open} ${ArrayPrototypeJoin(items, ", ")} ${close}`;
   }
-  const pad = StringPrototypeRepeat(" ", indent + 2);
+  // Relative to where the block starts: a block nested in another is indented once more
+  // by the outer one (its lines after the first, here).
+  const pad = "  ";
   const lines = list();
   for (let i = 0; i < items.length; i++) {
     ArrayPrototypePush(lines, pad + indentLines(items[i], pad));
   }
-  return `${prefix}${open}\n${ArrayPrototypeJoin(lines, ",\n")}\n${StringPrototypeRepeat(" ", indent)}${close}`;
+  return `${prefix}${open}\n${ArrayPrototypeJoin(lines, ",\n")}\n${close}`;
 }
 
-function formatProperties(value, keys, depth, seen, indent, out) {
+function formatProperties(value, keys, depth, seen, out) {
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i];
     let desc;
@@ -217,7 +219,7 @@ function formatProperties(value, keys, depth, seen, indent, out) {
     if (!ObjectPrototypeHasOwnProperty(desc, "value")) {
       shown = accessorLabel(desc);
     } else {
-      shown = formatValue(desc.value, depth + 1, seen, indent + 2);
+      shown = formatValue(desc.value, depth + 1, seen);
     }
     ArrayPrototypePush(out, `${formatKey(key)}: ${shown}`);
   }
@@ -232,7 +234,7 @@ function ownKeys(value) {
   return keys;
 }
 
-function formatObject(value, depth, seen, indent) {
+function formatObject(value, depth, seen) {
   if (typeof value === "function") {
     return functionLabel(value);
   }
@@ -280,7 +282,7 @@ function formatObject(value, depth, seen, indent) {
           holes = 0;
         }
         ArrayPrototypePush(items, ObjectPrototypeHasOwnProperty(desc, "value")
-          ? formatValue(desc.value, depth + 1, seen, indent + 2)
+          ? formatValue(desc.value, depth + 1, seen)
           : accessorLabel(desc));
       }
       if (holes > 0) ArrayPrototypePush(items, `<${holes} empty item${holes > 1 ? "s" : ""}>`);
@@ -292,29 +294,29 @@ function formatObject(value, depth, seen, indent) {
         if (typeof k === "string" && (k === "length" || String(Number(k) >>> 0) === k)) continue;
         ArrayPrototypePush(extra, k);
       }
-      formatProperties(value, extra, depth, seen, indent, items);
+      formatProperties(value, extra, depth, seen, items);
       const prefix = ctor && ctor !== "Array" ? `${ctor}(${length}) ` : "";
-      return join(prefix, items, "[", "]", indent);
+      return join(prefix, items, "[", "]");
     }
     if (isInstance(value, Map)) {
       const size = MapPrototypeGetSize(value);
       let count = 0;
       MapPrototypeForEach(value, (v, k) => {
         if (count++ < MAX_ARRAY_ITEMS) {
-          ArrayPrototypePush(items, `${formatValue(k, depth + 1, seen, indent + 2)} => ${formatValue(v, depth + 1, seen, indent + 2)}`);
+          ArrayPrototypePush(items, `${formatValue(k, depth + 1, seen)} => ${formatValue(v, depth + 1, seen)}`);
         }
       });
       if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, `... ${size - MAX_ARRAY_ITEMS} more items`);
-      return join(`Map(${size}) `, items, "{", "}", indent);
+      return join(`Map(${size}) `, items, "{", "}");
     }
     if (isInstance(value, Set)) {
       const size = SetPrototypeGetSize(value);
       let count = 0;
       SetPrototypeForEach(value, (v) => {
-        if (count++ < MAX_ARRAY_ITEMS) ArrayPrototypePush(items, formatValue(v, depth + 1, seen, indent + 2));
+        if (count++ < MAX_ARRAY_ITEMS) ArrayPrototypePush(items, formatValue(v, depth + 1, seen));
       });
       if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, `... ${size - MAX_ARRAY_ITEMS} more items`);
-      return join(`Set(${size}) `, items, "{", "}", indent);
+      return join(`Set(${size}) `, items, "{", "}");
     }
     if (ArrayBufferIsView(value)) {
       let tag = "DataView";
@@ -324,9 +326,9 @@ function formatObject(value, depth, seen, indent) {
         length = TypedArrayPrototypeGetLength(value);
       } catch { /* DataView */ }
       const shown = MathMin(length, MAX_ARRAY_ITEMS);
-      for (let i = 0; i < shown; i++) ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen, indent + 2));
+      for (let i = 0; i < shown; i++) ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen));
       if (length > shown) ArrayPrototypePush(items, `... ${length - shown} more items`);
-      return join(`${tag}(${length}) `, items, "[", "]", indent);
+      return join(`${tag}(${length}) `, items, "[", "]");
     }
     if (isInstance(value, ArrayBuffer)) {
       return `ArrayBuffer { byteLength: ${ArrayBufferPrototypeGetByteLength(value)} }`;
@@ -337,7 +339,7 @@ function formatObject(value, depth, seen, indent) {
       let inner = "";
       const valueOf = tag === "[object String]" ? P.StringPrototypeValueOf
         : tag === "[object Number]" ? P.NumberPrototypeValueOf : P.BooleanPrototypeValueOf;
-      try { inner = formatValue(valueOf(value), depth + 1, seen, indent); } catch { inner = "?"; }
+      try { inner = formatValue(valueOf(value), depth + 1, seen); } catch { inner = "?"; }
       prefix = `[${StringPrototypeSlice(tag, 8, -1)}: ${inner}] `;
     } else if (ctor === null) {
       prefix = "[Object: null prototype] ";
@@ -354,15 +356,15 @@ function formatObject(value, depth, seen, indent) {
       }
       keys = named;
     }
-    formatProperties(value, keys, depth, seen, indent, items);
+    formatProperties(value, keys, depth, seen, items);
     if (prefix !== "" && items.length === 0 && tag !== "[object Object]") return StringPrototypeSlice(prefix, 0, -1);
-    return join(prefix, items, "{", "}", indent);
+    return join(prefix, items, "{", "}");
   } finally {
     seen.length -= 1;
   }
 }
 
-function formatValue(value, depth, seen, indent) {
+function formatValue(value, depth, seen) {
   switch (typeof value) {
     case "string": return quote(value);
     case "number": return ObjectIs(value, -0) ? "-0" : NumberPrototypeToString(value);
@@ -373,7 +375,7 @@ function formatValue(value, depth, seen, indent) {
     default:
       if (value === null) return "null";
       try {
-        return formatObject(value, depth, seen, indent);
+        return formatObject(value, depth, seen);
       } catch (e) {
         if (isInstance(e, P.RangeError)) throw e;
         return "[object (could not be inspected)]";
@@ -382,7 +384,7 @@ function formatValue(value, depth, seen, indent) {
 }
 
 function inspect(value) {
-  return formatValue(value, 0, list(), 0);
+  return formatValue(value, 0, list());
 }
 
 // JSON text of `value` for `%j`, as JSON.stringify writes it (ECMAScript §25.5.2), by hand:

@@ -211,6 +211,19 @@ async fn console_prints_objects_readably() {
     );
     assert_eq!(v["logs"][1]["text"], "[ 1, [ 2, [ 3, [Array] ] ] ]");
     assert_eq!(v["logs"][2]["text"], "Symbol(q) -0 top");
+    // Nested blocks that break over lines are indented two spaces a level, as Node does.
+    let v = h
+        .run("const l = 'z'.repeat(70); console.log({a: {b: {c: l, d: l}}}); console.log([{x: l, y: l}, {x: 1}])")
+        .await;
+    let z = "z".repeat(70);
+    assert_eq!(
+        v["logs"][0]["text"],
+        format!("{{\n  a: {{\n    b: {{\n      c: '{z}',\n      d: '{z}'\n    }}\n  }}\n}}")
+    );
+    assert_eq!(
+        v["logs"][1]["text"],
+        format!("[\n  {{\n    x: '{z}',\n    y: '{z}'\n  }},\n  {{ x: 1 }}\n]")
+    );
 }
 
 #[tokio::test]
