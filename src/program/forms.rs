@@ -11,7 +11,7 @@ use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::{
     ArrowExpr, CallExpr, Callee, Decl, DefaultDecl, ExportDecl, ExportDefaultDecl,
     ExportDefaultExpr, ExportSpecifier, Expr, Function, Ident, ImportDecl, Module, ModuleDecl,
-    ModuleExportName, ModuleItem, NamedExport, NewExpr, Stmt, TaggedTpl,
+    ModuleExportName, ModuleItem, NamedExport, NewExpr, Pat, Stmt, TaggedTpl,
 };
 use swc_ecma_visit::{Visit, VisitWith};
 
@@ -218,16 +218,32 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             });
         }
         _ => {
+            // Functions declared, or bound to a name (`const main = async () => {…}`).
             let functions: Vec<&Ident> = module
                 .body
                 .iter()
-                .filter_map(|item| match item {
-                    ModuleItem::Stmt(Stmt::Decl(Decl::Fn(f)))
-                    | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl {
-                        decl: Decl::Fn(f),
-                        ..
-                    })) => Some(&f.ident),
-                    _ => None,
+                .flat_map(|item| {
+                    let decl = match item {
+                        ModuleItem::Stmt(Stmt::Decl(decl))
+                        | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl {
+                            decl, ..
+                        })) => decl,
+                        _ => return Vec::new(),
+                    };
+                    match decl {
+                        Decl::Fn(f) => vec![&f.ident],
+                        Decl::Var(v) => v
+                            .decls
+                            .iter()
+                            .filter_map(|d| match (&d.name, d.init.as_deref()) {
+                                (Pat::Ident(name), Some(Expr::Arrow(_) | Expr::Fn(_))) => {
+                                    Some(&name.id)
+                                }
+                                _ => None,
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    }
                 })
                 .collect();
             // `export { main }` names it without using it.
@@ -276,12 +292,25 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
     })
 }
 
+/// Whether `item` only declares: nothing in it runs when the program does (a variable's
+/// value is a function, a literal or nothing; `const r = await tools.x()` runs a call).
 fn is_declaration(item: &ModuleItem) -> bool {
-    match item {
-        ModuleItem::Stmt(Stmt::Decl(_)) | ModuleItem::Stmt(Stmt::Empty(_)) => true,
-        ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => i.type_only,
-        ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(_) | ModuleDecl::ExportNamed(_)) => true,
-        _ => false,
+    let decl = match item {
+        ModuleItem::Stmt(Stmt::Decl(decl))
+        | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl { decl, .. })) => decl,
+        ModuleItem::Stmt(Stmt::Empty(_)) => return true,
+        ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => return i.type_only,
+        ModuleItem::ModuleDecl(ModuleDecl::ExportNamed(_)) => return true,
+        _ => return false,
+    };
+    match decl {
+        Decl::Var(v) => v.decls.iter().all(|d| {
+            matches!(
+                d.init.as_deref(),
+                None | Some(Expr::Arrow(_) | Expr::Fn(_) | Expr::Lit(_))
+            )
+        }),
+        _ => true,
     }
 }
 
@@ -524,9 +553,20 @@ mod tests {
 
     #[test]
     fn uncalled_main_is_called() {
-        let p = prepare("async function main() { return 5 }").unwrap();
-        assert!(p.code.contains("return await main();"));
-        let e = prepare("function helper() { return 5 }").unwrap_err();
-        assert!(e.message.contains("never calls"), "{}", e.message);
+        for main in [
+            "async function main() { return 5 }",
+            "const main = async () => { return 5 }",
+            "export const main = async function () { return 5 }",
+        ] {
+            let p = prepare(main).unwrap();
+            assert!(p.code.contains("return await main();"), "{main}");
+        }
+        for helper in ["function helper() { return 5 }", "const helper = () => 5"] {
+            let e = prepare(helper).unwrap_err();
+            assert!(e.message.contains("never calls"), "{}", e.message);
+        }
+        // A declaration whose value runs something (a call) is not only a declaration.
+        let p = prepare("const r = await tools.x({}); function f() { return r }").unwrap();
+        assert!(!p.code.contains("return await"), "{}", p.code);
     }
 }

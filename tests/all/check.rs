@@ -218,6 +218,8 @@ fn with_tsc_the_real_compiler_runs_or_the_cli_says_it_is_missing() {
         "export default function () { return 1 }\n(0)",
         "export {}\nconst a: number = 1\na",
         "#!/usr/bin/env node\nexport default 1",
+        // The sandbox's globals besides the timers.
+        "const t: number = performance.now() + performance.timeOrigin;\nqueueMicrotask(() => {});\nexport default atob(btoa('x')) + t",
     ];
     for source in clean {
         std::fs::write(&program, source).unwrap();
