@@ -162,13 +162,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
                 {
                     export.value = Exported::Nothing;
                 }
-                edits.push(Edit {
-                    start: export.start,
-                    kind: EditKind::Replace {
-                        end: export.end,
-                        text: blank(body, export.start, export.end),
-                    },
-                });
+                edits.push(export.blanked(body));
                 // `export default x` assigns the value where it stands, and the body
                 // returns it at its end (`return DEFAULT;`, appended below).
                 let default = &wrapper().default;
@@ -337,6 +331,17 @@ enum Exported {
 }
 
 impl Export {
+    /// The edit that writes the `export` (or `export default`) keywords as spaces.
+    fn blanked(&self, body: &str) -> Edit {
+        Edit {
+            start: self.start,
+            kind: EditKind::Replace {
+                end: self.end,
+                text: blank(body, self.start, self.end),
+            },
+        }
+    }
+
     /// The export `decl` is, or `None` for other module declarations and for an `export
     /// { … }` that exports a default (positions are byte offsets in the body the module was
     /// parsed from).
@@ -418,13 +423,7 @@ pub(super) fn exports_as_statements(body: &str, module: &Module, value: &str) ->
         let Some(export) = Export::of(decl) else {
             continue;
         };
-        edits.push(Edit {
-            start: export.start,
-            kind: EditKind::Replace {
-                end: export.end,
-                text: blank(body, export.start, export.end),
-            },
-        });
+        edits.push(export.blanked(body));
         if let Exported::Expression { start, end } = export.value {
             edits.push(Edit {
                 start: token_start(body, start),
