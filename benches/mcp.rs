@@ -19,15 +19,13 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
+#[path = "support/rounds.rs"]
+mod rounds;
+
 const CALLS: usize = 1_000;
 
 /// Rounds of the interleaved comparison printed after criterion's figures.
 const ROUNDS: usize = 31;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 /// `tests/node/node_modules/.bin/mcp-server-everything`, after `npm ci` when it is missing.
 fn server_everything() -> PathBuf {
@@ -149,24 +147,21 @@ fn bench(c: &mut Criterion) {
 
     // The ratios, from rounds that alternate the two sides so that a shared machine's
     // load, which drifts over seconds, weighs on both alike.
-    let mut times: [Vec<Duration>; 4] = Default::default();
-    rt.block_on(async {
-        for round in 0..ROUNDS {
-            for side in 0..4 {
-                // Rotate the order each round.
-                let side = (side + round) % 4;
-                let started = std::time::Instant::now();
-                match side {
-                    0 => run(sequential.clone()).await,
-                    1 => direct_sequential().await,
-                    2 => run(parallel.clone()).await,
-                    _ => drop(direct_parallel().await),
-                }
-                times[side].push(started.elapsed());
+    let medians = rounds::interleaved(ROUNDS, 4, |side| {
+        rt.block_on(async {
+            let started = std::time::Instant::now();
+            match side {
+                0 => run(sequential.clone()).await,
+                1 => direct_sequential().await,
+                2 => run(parallel.clone()).await,
+                _ => drop(direct_parallel().await),
             }
-        }
+            started.elapsed()
+        })
     });
-    let [seq_code, seq_direct, all_code, all_direct] = times.map(median);
+    let [seq_code, seq_direct, all_code, all_direct] = medians[..] else {
+        unreachable!("four sides")
+    };
     println!("interleaved medians of {ROUNDS} rounds, {CALLS} calls each:");
     for (name, code, direct) in [
         ("sequential", seq_code, seq_direct),

@@ -29,6 +29,9 @@ use rquickjs::function::Async;
 use rquickjs::{AsyncContext, AsyncRuntime, Function, Promise};
 use serde_json::json;
 
+#[path = "support/rounds.rs"]
+mod rounds;
+
 /// A request to the answering task of the `remote` tool.
 type Ask = tokio::sync::oneshot::Sender<serde_json::Value>;
 
@@ -250,9 +253,96 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
+    interleaved_ratios(&rt, &registry, &warm, &pool);
     file_tools(c, &rt);
     idle_sandboxes_memory(&rt);
     warm_pool_memory(&rt);
+    held_result_memory(&rt);
+}
+
+/// The ratios against raw rquickjs, from rounds that alternate the sides (criterion's
+/// groups above run one side after the other, minutes apart, on a machine whose load
+/// drifts).
+fn interleaved_ratios(
+    rt: &tokio::runtime::Runtime,
+    registry: &Registry,
+    warm: &Registry,
+    pool: &EnginePool,
+) {
+    const ROUNDS: usize = 31;
+    /// Runs of `return 1` in one sample of the cold and warm sides.
+    const STARTS: u32 = 20;
+    let sequential = "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1";
+    let medians = rounds::interleaved(ROUNDS, 5, |side| {
+        rt.block_on(async {
+            let mut took = Duration::ZERO;
+            match side {
+                0 => {
+                    let started = std::time::Instant::now();
+                    let o = registry
+                        .call("run_code", json!({ "code": sequential }))
+                        .await;
+                    took = started.elapsed();
+                    assert_eq!(o.value().unwrap()["result"], 1);
+                }
+                1 => {
+                    let started = std::time::Instant::now();
+                    raw("for (let i = 0; i < 1000; i++) await noop({}); return 1").await;
+                    took = started.elapsed();
+                }
+                2 => {
+                    let started = std::time::Instant::now();
+                    for _ in 0..STARTS {
+                        let o = registry.call("run_code", json!({"code": "return 1"})).await;
+                        assert_eq!(o.value().unwrap()["result"], 1);
+                    }
+                    took = started.elapsed() / STARTS;
+                }
+                3 => {
+                    for _ in 0..STARTS {
+                        while pool.stats().idle < 1 {
+                            tokio::time::sleep(Duration::from_micros(100)).await;
+                        }
+                        let started = std::time::Instant::now();
+                        let o = warm.call("run_code", json!({"code": "return 1"})).await;
+                        took += started.elapsed();
+                        assert_eq!(o.value().unwrap()["result"], 1);
+                    }
+                    took /= STARTS;
+                }
+                _ => {
+                    let started = std::time::Instant::now();
+                    for _ in 0..STARTS {
+                        let runtime = AsyncRuntime::new().unwrap();
+                        let ctx = AsyncContext::full(&runtime).await.unwrap();
+                        let v: i32 = ctx.with(|ctx| ctx.eval("1").unwrap()).await;
+                        assert_eq!(v, 1);
+                    }
+                    took = started.elapsed() / STARTS;
+                }
+            }
+            took
+        })
+    });
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let [seq, seq_raw, cold, warm, cold_raw] = medians[..] else {
+        unreachable!("five sides")
+    };
+    println!("interleaved medians of {ROUNDS} rounds:");
+    println!(
+        "  1000 sequential awaited calls: codemode {:.0} µs, raw {:.0} µs: codemode runs at {:.2}x the raw rate",
+        us(seq),
+        us(seq_raw),
+        seq_raw.as_secs_f64() / seq.as_secs_f64()
+    );
+    println!(
+        "  cold start: codemode {:.1} µs ({:.2}x raw), on a warm engine {:.1} µs ({:.2}x raw), raw runtime + context + eval {:.1} µs",
+        us(cold),
+        cold.as_secs_f64() / cold_raw.as_secs_f64(),
+        us(warm),
+        warm.as_secs_f64() / cold_raw.as_secs_f64(),
+        us(cold_raw)
+    );
 }
 
 /// Tiny reads through the built-in `read_file` (opened with `openat2` and read on the
@@ -405,6 +495,140 @@ fn warm_pool_memory(rt: &tokio::runtime::Runtime) {
             kib / 1024.0,
             kib / SIZE as f64
         );
+    });
+}
+
+/// The most resident memory the process has had since the last [`reset_peak_rss`].
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Starts a new peak for [`peak_rss_bytes`] (Linux: `5` to `/proc/self/clear_refs`).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Prints the memory a program holding a 64 MiB tool result of small objects costs, as
+/// multiples of the result's JSON size: the process's resident memory while the program
+/// holds the value and at the run's peak, and the engine's own peak (`RunUsage`); then, for
+/// comparison, the engine's peak when the program parses the same JSON text itself.
+fn held_result_memory(rt: &tokio::runtime::Runtime) {
+    // `{"id":…,"name":"item-…","tags":["a","b"],"score":…}`: about 80 bytes of JSON each.
+    let item = |i: usize| json!({"id": i, "name": format!("item-{i}"), "tags": ["a", "b"], "score": i as f64 / 7.0});
+    let target = 64usize << 20;
+    let per_item = serde_json::to_vec(&item(500_000)).unwrap().len() + 1;
+    let count = target / per_item;
+    // Written item by item: a whole tree, freed, would leave the process's resident memory
+    // high before the measurement starts.
+    let text: Arc<str> = {
+        let mut text = String::from("[");
+        for i in 0..count {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&item(i).to_string());
+        }
+        text.push(']');
+        text.into()
+    };
+    let json_bytes = text.len();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let holding = Arc::new(tokio::sync::Notify::new());
+    let registry = Registry::new();
+    let limits = Limits::default()
+        .memory(4 << 30)
+        .max_tool_output_bytes(256 << 20)
+        .timeout(Duration::from_secs(300));
+    registry
+        .register(run_code_tool(RunCodeConfig::default().limits(limits)))
+        .unwrap()
+        .forget();
+    let tools = [
+        Tool::builder("big").execute(move |_a, _e| async move {
+            Ok(serde_json::Value::Array((0..count).map(item).collect()))
+        }),
+        Tool::builder("big_text").execute(move |_a, _e| {
+            let text = text.clone();
+            async move { Ok(serde_json::Value::String(text.to_string())) }
+        }),
+    ];
+    for tool in tools {
+        registry.register(tool.build().unwrap()).unwrap().forget();
+    }
+    let (r, h) = (release.clone(), holding.clone());
+    registry
+        .register(
+            Tool::builder("hold")
+                .execute(move |_a, _e| {
+                    let (r, h) = (r.clone(), h.clone());
+                    async move {
+                        h.notify_one();
+                        r.notified().await;
+                        Ok(json!(null))
+                    }
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+        .forget();
+    let engine_peak = Arc::new(std::sync::Mutex::new(0u64));
+    struct EnginePeak(Arc<std::sync::Mutex<u64>>);
+    impl codemode::hooks::Observer for EnginePeak {
+        fn observe(&self, _exec: &codemode::Exec, _outcome: &codemode::Outcome) {}
+        fn run_finished(&self, _exec: &codemode::Exec, usage: &codemode::hooks::RunUsage) {
+            *self.0.lock().unwrap() = usage.memory_peak;
+        }
+    }
+    registry.observe(EnginePeak(engine_peak.clone())).forget();
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let times = |b: u64| b as f64 / json_bytes as f64;
+    rt.block_on(async {
+        registry.call("run_code", json!({"code": "return 1"})).await;
+        for (what, code) in [
+            (
+                "a tool's result",
+                "const v = await tools.big(); await tools.hold(); return v.length",
+            ),
+            (
+                "the program's own JSON.parse of the same text",
+                "const v = JSON.parse(await tools.big_text()); await tools.hold(); return v.length",
+            ),
+        ] {
+            codemode::bench_support::return_free_memory();
+            let before = rss_bytes().unwrap_or(0);
+            reset_peak_rss();
+            let started = std::time::Instant::now();
+            let run = registry.call("run_code", json!({ "code": code }));
+            tokio::pin!(run);
+            let (held, took) = tokio::select! {
+                o = &mut run => panic!("the run ended before holding: {:?}", o.value()),
+                _ = holding.notified() => (rss_bytes().unwrap_or(0).saturating_sub(before), started.elapsed()),
+            };
+            release.notify_one();
+            let o = run.await;
+            assert_eq!(o.value().unwrap()["result"], count, "{:?}", o.value());
+            let peak = peak_rss_bytes().unwrap_or(0).saturating_sub(before);
+            let engine = *engine_peak.lock().unwrap();
+            let process = format!(
+                "process resident +{:.0} MiB ({:.1}x the JSON) while held, +{:.0} MiB ({:.1}x) at its peak; ",
+                mib(held),
+                times(held),
+                mib(peak),
+                times(peak),
+            );
+            println!(
+                "{count} small objects ({:.1} MiB of JSON) as {what}: {}the engine's peak {:.0} MiB ({:.1}x); held after {:.0} ms",
+                mib(json_bytes as u64),
+                process,
+                mib(engine),
+                times(engine),
+                took.as_secs_f64() * 1e3
+            );
+        }
     });
 }
 

@@ -12,6 +12,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/realistic.rs"]
 mod realistic;
+#[path = "support/rounds.rs"]
+mod rounds;
 use realistic::realistic;
 
 fn validation(c: &mut Criterion) {
@@ -77,6 +79,41 @@ fn conversion(c: &mut Criterion) {
             });
         }
         group.finish();
+    }
+    // Each half beside the engine's own, from rounds that alternate them.
+    const ROUNDS: usize = 31;
+    const ITERATIONS: u64 = 5;
+    let sides = [
+        Crossing::DirectToRust,
+        Crossing::EngineStringify,
+        Crossing::DirectToJs,
+        Crossing::EngineParse,
+    ];
+    let medians = rounds::interleaved(ROUNDS, sides.len(), |side| {
+        time_round_trips(ONE_MB, sides[side], ITERATIONS).0 / ITERATIONS as u32
+    });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("interleaved medians of {ROUNDS} rounds, {kb} KB each way:");
+    for (name, ours, engine, what) in [
+        (
+            "JS→Rust (a tool's arguments)",
+            medians[0],
+            medians[1],
+            "JSON.stringify",
+        ),
+        (
+            "Rust→JS (a tool's result)",
+            medians[2],
+            medians[3],
+            "JSON.parse",
+        ),
+    ] {
+        println!(
+            "  {name}: direct conversion {:.2} ms, the engine's {what} {:.2} ms: {:.2}x the engine's time",
+            ms(ours),
+            ms(engine),
+            ours.as_secs_f64() / engine.as_secs_f64()
+        );
     }
 }
 

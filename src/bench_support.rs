@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-pub use crate::sandbox::bench::{Crossing, time_round_trips};
+pub use crate::sandbox::bench::{Crossing, return_free_memory, time_round_trips};
 
 /// Presents a run's console `lines` and `result` as `run_code` does, capped to `cap`
 /// characters: the lines stream through the console capture into a spill file in

@@ -12,7 +12,8 @@
 //!
 //! This module, the bytecode loader, `killpg` in `manifest/process.rs` and the stack bounds
 //! in `sandbox/stack.rs` are the only `unsafe` code; here, the
-//! [`rquickjs::allocator::Allocator`] trait hands out raw pointers. Each block states why it
+//! [`rquickjs::allocator::Allocator`] trait hands out raw pointers, and
+//! [`return_free_memory`] calls the C allocator's `malloc_trim`. Each block states why it
 //! is sound.
 #![expect(
     unsafe_code,
@@ -155,5 +156,17 @@ unsafe impl Allocator for LimitedAllocator {
         }
         // SAFETY: the trait's contract: `ptr` came from this allocator and is live.
         unsafe { usable(ptr.cast()) }
+    }
+}
+
+/// Gives the C allocator's free pages back to the system (glibc's `malloc_trim`, in every
+/// arena; elsewhere nothing). Called after a large tool result was converted: its JSON
+/// tree, freed as it converted, would otherwise stay resident for the rest of the process.
+pub(crate) fn return_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` takes no pointer and has no precondition; it only releases
+    // pages of free blocks.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

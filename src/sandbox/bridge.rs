@@ -271,16 +271,18 @@ fn host_call<'js>(
                     st.calls.open_replayed(tool);
                     return Ok(Started::Pending(id));
                 }
-                Ok(Replayed::Immediate(outcome)) => {
+                Ok(Replayed::Immediate(mut outcome)) => {
                     st.calls.open_replayed(tool);
                     st.calls
                         .finish(id, status_of(&outcome), Some(outcome.elapsed()));
                     let max_output = st.limits.max_tool_output_bytes;
                     drop(guard);
-                    return Ok(match settle_value(ctx, prims, &outcome, max_output)? {
-                        Ok(value) => Started::Done(value),
-                        Err(message) => Started::Failed(message),
-                    });
+                    return Ok(
+                        match settle_value(ctx, prims, &mut outcome, max_output, false)? {
+                            Ok(value) => Started::Done(value),
+                            Err(message) => Started::Failed(message),
+                        },
+                    );
                 }
                 Err(divergence) => {
                     flags.diverge();
@@ -301,7 +303,7 @@ fn host_call<'js>(
         .as_mut()
         .poll(&mut TaskContext::from_waker(wake.waker()))
     {
-        {
+        let keep = {
             let mut st = lock(state);
             st.calls.landed();
             if awaits_approval(&mut st, id, &mut outcome) {
@@ -310,8 +312,9 @@ fn host_call<'js>(
             }
             st.calls
                 .finish(id, status_of(&outcome), Some(outcome.elapsed()));
-        }
-        let settled = match settle_value(ctx, prims, &outcome, max_output)? {
+            journal_records(&st)
+        };
+        let settled = match settle_value(ctx, prims, &mut outcome, max_output, keep)? {
             Ok(value) => Started::Done(value),
             Err(message) => Started::Failed(message),
         };
@@ -357,13 +360,17 @@ pub(super) fn awaits_approval(st: &mut HostState, id: CallId, outcome: &mut Outc
 
 /// The JS value a finished call settles with: `Ok(value)`, or `Err(message)` for a
 /// `ToolCallError` (also when the result is over `max_output` JSON bytes).
+///
+/// `keep`: whether the outcome's value is needed afterwards (a journal records it). If not,
+/// the value is taken out of `outcome` (leaving `null`) and freed as it converts.
 pub(super) fn settle_value<'js>(
     ctx: &Ctx<'js>,
     prims: &Primordials<'js>,
-    outcome: &Outcome,
+    outcome: &mut Outcome,
     max_output: usize,
+    keep: bool,
 ) -> rquickjs::Result<Result<Value<'js>, String>> {
-    match outcome.result() {
+    match &mut outcome.result {
         Ok(value) => {
             let size = json_size(value);
             if size > max_output {
@@ -372,8 +379,28 @@ pub(super) fn settle_value<'js>(
                     outcome.tool()
                 )));
             }
-            json_to_js(ctx, prims, value).map(Ok)
+            let value = if keep {
+                value.clone()
+            } else {
+                std::mem::take(value)
+            };
+            let converted = json_to_js(ctx, prims, value).map(Ok);
+            if size >= RETURN_MEMORY_AFTER {
+                super::alloc::return_free_memory();
+            }
+            converted
         }
         Err(error) => Ok(Err(error.message().to_owned())),
     }
+}
+
+/// JSON bytes of a result past which its freed tree is given back to the system once it
+/// converted (see [`super::alloc::return_free_memory`]): 8 MiB, where the tree is hundreds of
+/// megabytes and the trim a few milliseconds.
+const RETURN_MEMORY_AFTER: usize = 8 << 20;
+
+/// Whether the run's journal records outcomes (so a call's result must be kept after it
+/// settles).
+pub(super) fn journal_records(st: &HostState) -> bool {
+    st.journal.as_ref().is_some_and(|j| j.off().is_none())
 }

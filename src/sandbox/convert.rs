@@ -618,12 +618,15 @@ pub(crate) fn number_from_f64(f: f64) -> Option<Number> {
 
 /// Converts JSON to a JS value, defining (never assigning) every property.
 ///
+/// Takes the value: each part is freed as soon as it is converted, so a large result is
+/// not held twice over (as JSON and as JS) while it converts.
+///
 /// # Errors
 /// Engine errors only (out of memory, an interrupt).
 pub(crate) fn json_to_js<'js>(
     ctx: &Ctx<'js>,
     prim: &Primordials<'js>,
-    value: &serde_json::Value,
+    value: serde_json::Value,
 ) -> rquickjs::Result<Value<'js>> {
     ToJs {
         ctx,
@@ -639,7 +642,7 @@ struct ToJs<'a, 'js> {
     prim: &'a Primordials<'js>,
     /// Keys already made into atoms, and whether assigning them to a fresh object is safe
     /// (no property of that name on `Object.prototype` could intercept it).
-    atoms: HashMap<&'a str, (Atom<'js>, bool), FxBuild>,
+    atoms: HashMap<String, (Atom<'js>, bool), FxBuild>,
     /// Whether no array index is a property of `Array.prototype` or `Object.prototype`
     /// (checked once, for long arrays).
     indices_safe: Option<bool>,
@@ -648,15 +651,15 @@ struct ToJs<'a, 'js> {
 /// Arrays at least this long are filled by assignment when that is safe.
 const FAST_ARRAY: usize = 32;
 
-impl<'a, 'js> ToJs<'a, 'js> {
-    fn convert(&mut self, value: &'a serde_json::Value) -> rquickjs::Result<Value<'js>> {
+impl<'js> ToJs<'_, 'js> {
+    fn convert(&mut self, value: serde_json::Value) -> rquickjs::Result<Value<'js>> {
         let ctx = self.ctx;
         Ok(match value {
             serde_json::Value::Null => Value::new_null(ctx.clone()),
-            serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), *b),
-            serde_json::Value::Number(n) => number_to_js(ctx, self.prim, n)?,
+            serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), b),
+            serde_json::Value::Number(n) => number_to_js(ctx, self.prim, &n)?,
             serde_json::Value::String(s) => {
-                rquickjs::String::from_str(ctx.clone(), s)?.into_value()
+                rquickjs::String::from_str(ctx.clone(), &s)?.into_value()
             }
             serde_json::Value::Array(_) | serde_json::Value::Object(_)
                 if super::stack::too_low_to_convert() =>
@@ -669,7 +672,7 @@ impl<'a, 'js> ToJs<'a, 'js> {
             serde_json::Value::Array(items) => {
                 let array = Array::new(ctx.clone())?;
                 let fast = items.len() >= FAST_ARRAY && self.indices_safe()?;
-                for (i, item) in items.iter().enumerate() {
+                for (i, item) in items.into_iter().enumerate() {
                     let v = self.convert(item)?;
                     if fast {
                         array.set(i, v)?;
@@ -689,10 +692,10 @@ impl<'a, 'js> ToJs<'a, 'js> {
                     let (atom, settable) = match self.atoms.get(k.as_str()) {
                         Some(entry) => entry.clone(),
                         None => {
-                            let atom = Atom::from_str(ctx.clone(), k)?;
+                            let atom = Atom::from_str(ctx.clone(), &k)?;
                             let settable = k != "__proto__"
                                 && !self.prim.object_prototype().contains_key(atom.clone())?;
-                            self.atoms.insert(k.as_str(), (atom.clone(), settable));
+                            self.atoms.insert(k, (atom.clone(), settable));
                             (atom, settable)
                         }
                     };

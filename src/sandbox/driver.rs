@@ -31,7 +31,9 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Array, AsyncRuntime, Ctx, Function, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::bridge::{Bridge, BridgeSlot, ReleaseBridge, awaits_approval, settle_value};
+use super::bridge::{
+    Bridge, BridgeSlot, ReleaseBridge, awaits_approval, journal_records, settle_value,
+};
 use super::calls::{CallId, Calls, Dispatch, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown};
 use super::engine::{self, Engine};
@@ -710,7 +712,7 @@ impl Driver<'_> {
         mut outcome: Outcome,
         turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
-        let max_output = {
+        let (max_output, keep) = {
             let mut st = lock(self.state);
             if turn.is_some() {
                 st.calls.landed();
@@ -718,9 +720,10 @@ impl Driver<'_> {
                     return Ok(());
                 }
             }
-            st.limits.max_tool_output_bytes
+            let keep = turn.is_some() && journal_records(&st);
+            (st.limits.max_tool_output_bytes, keep)
         };
-        let converted = match settle_value(ctx, &js.prims, &outcome, max_output) {
+        let converted = match settle_value(ctx, &js.prims, &mut outcome, max_output, keep) {
             // A value the engine cannot hold (a BigInt past its size limit): the call
             // fails, so the program's promise settles rather than waiting forever.
             Err(e) if self.stopped().is_none() => {

@@ -121,7 +121,7 @@ impl<'js> Host<'js> {
                 let Some(b) = slot.as_ref() else {
                     return Err(Exception::throw_message(&ctx, "the run has ended"));
                 };
-                json_to_js(&ctx, &b.prims, &serde_json::Value::Array(found))
+                json_to_js(&ctx, &b.prims, serde_json::Value::Array(found))
             },
         )?;
         let describe_state = state.clone();
