@@ -416,26 +416,32 @@ fn rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// A tool that adds a permit to `started`, then waits for `release`.
+fn waiting(
+    name: &str,
+    started: Arc<tokio::sync::Semaphore>,
+    release: Arc<tokio::sync::Notify>,
+) -> Tool {
+    Tool::builder(name)
+        .execute(move |_a, _e| {
+            let (started, release) = (started.clone(), release.clone());
+            async move {
+                started.add_permits(1);
+                release.notified().await;
+                Ok(json!(null))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
 /// Prints the resident memory 1 000 sandboxes take while each awaits a tool.
 fn idle_sandboxes_memory(rt: &tokio::runtime::Runtime) {
     let registry = registry(answering(rt));
     let release = Arc::new(tokio::sync::Notify::new());
     let started = Arc::new(tokio::sync::Semaphore::new(0));
-    let (r, s) = (release.clone(), started.clone());
     registry
-        .register(
-            Tool::builder("wait")
-                .execute(move |_a, _e| {
-                    let (r, s) = (r.clone(), s.clone());
-                    async move {
-                        s.add_permits(1);
-                        r.notified().await;
-                        Ok(json!(null))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(waiting("wait", started.clone(), release.clone()))
         .unwrap()
         .forget();
     rt.block_on(async {
@@ -536,7 +542,7 @@ fn held_result_memory(rt: &tokio::runtime::Runtime) {
     };
     let json_bytes = text.len();
     let release = Arc::new(tokio::sync::Notify::new());
-    let holding = Arc::new(tokio::sync::Notify::new());
+    let holding = Arc::new(tokio::sync::Semaphore::new(0));
     let registry = Registry::new();
     let limits = Limits::default()
         .memory(4 << 30)
@@ -558,21 +564,8 @@ fn held_result_memory(rt: &tokio::runtime::Runtime) {
     for tool in tools {
         registry.register(tool.build().unwrap()).unwrap().forget();
     }
-    let (r, h) = (release.clone(), holding.clone());
     registry
-        .register(
-            Tool::builder("hold")
-                .execute(move |_a, _e| {
-                    let (r, h) = (r.clone(), h.clone());
-                    async move {
-                        h.notify_one();
-                        r.notified().await;
-                        Ok(json!(null))
-                    }
-                })
-                .build()
-                .unwrap(),
-        )
+        .register(waiting("hold", holding.clone(), release.clone()))
         .unwrap()
         .forget();
     let engine_peak = Arc::new(std::sync::Mutex::new(0u64));
@@ -606,7 +599,10 @@ fn held_result_memory(rt: &tokio::runtime::Runtime) {
             tokio::pin!(run);
             let (held, took) = tokio::select! {
                 o = &mut run => panic!("the run ended before holding: {:?}", o.value()),
-                _ = holding.notified() => (rss_bytes().unwrap_or(0).saturating_sub(before), started.elapsed()),
+                permit = holding.acquire() => {
+                    permit.unwrap().forget();
+                    (rss_bytes().unwrap_or(0).saturating_sub(before), started.elapsed())
+                }
             };
             release.notify_one();
             let o = run.await;
