@@ -278,7 +278,7 @@ fn host_call<'js>(
                     let max_output = st.limits.max_tool_output_bytes;
                     drop(guard);
                     return Ok(
-                        match settle_value(ctx, prims, &mut outcome, max_output, false)? {
+                        match settle_value(ctx, prims, &mut outcome, max_output, |_| false)? {
                             Ok(value) => Started::Done(value),
                             Err(message) => Started::Failed(message),
                         },
@@ -303,7 +303,7 @@ fn host_call<'js>(
         .as_mut()
         .poll(&mut TaskContext::from_waker(wake.waker()))
     {
-        let keep = {
+        {
             let mut st = lock(state);
             st.calls.landed();
             if awaits_approval(&mut st, id, &mut outcome) {
@@ -312,8 +312,8 @@ fn host_call<'js>(
             }
             st.calls
                 .finish(id, status_of(&outcome), Some(outcome.elapsed()));
-            journal_records(&st)
-        };
+        }
+        let keep = |size| journal_keeps(&mut lock(state), size);
         let settled = match settle_value(ctx, prims, &mut outcome, max_output, keep)? {
             Ok(value) => Started::Done(value),
             Err(message) => Started::Failed(message),
@@ -361,14 +361,15 @@ pub(super) fn awaits_approval(st: &mut HostState, id: CallId, outcome: &mut Outc
 /// The JS value a finished call settles with: `Ok(value)`, or `Err(message)` for a
 /// `ToolCallError` (also when the result is over `max_output` JSON bytes).
 ///
-/// `keep`: whether the outcome's value is needed afterwards (a journal records it). If not,
-/// the value is taken out of `outcome` (leaving `null`) and freed as it converts.
+/// `keep(size)`: whether the outcome's value, of `size` JSON bytes, is needed afterwards (a
+/// journal records it). If not, the value is taken out of `outcome` (leaving `null`) and
+/// freed as it converts.
 pub(super) fn settle_value<'js>(
     ctx: &Ctx<'js>,
     prims: &Primordials<'js>,
     outcome: &mut Outcome,
     max_output: usize,
-    keep: bool,
+    keep: impl FnOnce(usize) -> bool,
 ) -> rquickjs::Result<Result<Value<'js>, String>> {
     match &mut outcome.result {
         Ok(value) => {
@@ -379,7 +380,7 @@ pub(super) fn settle_value<'js>(
                     outcome.tool()
                 )));
             }
-            let value = if keep {
+            let value = if keep(size) {
                 value.clone()
             } else {
                 std::mem::take(value)
@@ -399,8 +400,8 @@ pub(super) fn settle_value<'js>(
 /// megabytes and the trim a few milliseconds.
 const RETURN_MEMORY_AFTER: usize = 8 << 20;
 
-/// Whether the run's journal records outcomes (so a call's result must be kept after it
-/// settles).
-pub(super) fn journal_records(st: &HostState) -> bool {
-    st.journal.as_ref().is_some_and(|j| j.off().is_none())
+/// Whether the run's journal will record a result of `size` JSON bytes, so that it must be
+/// kept after it settles (see [`super::journal::Recorder::keeps`]).
+pub(super) fn journal_keeps(st: &mut HostState, size: usize) -> bool {
+    st.journal.as_mut().is_some_and(|j| j.keeps(size))
 }

@@ -32,7 +32,7 @@ use rquickjs::{Array, AsyncRuntime, Ctx, Function, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{
-    Bridge, BridgeSlot, ReleaseBridge, awaits_approval, journal_records, settle_value,
+    Bridge, BridgeSlot, ReleaseBridge, awaits_approval, journal_keeps, settle_value,
 };
 use super::calls::{CallId, Calls, Dispatch, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, describe_thrown};
@@ -712,7 +712,7 @@ impl Driver<'_> {
         mut outcome: Outcome,
         turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
-        let (max_output, keep) = {
+        let max_output = {
             let mut st = lock(self.state);
             if turn.is_some() {
                 st.calls.landed();
@@ -720,9 +720,12 @@ impl Driver<'_> {
                     return Ok(());
                 }
             }
-            let keep = turn.is_some() && journal_records(&st);
-            (st.limits.max_tool_output_bytes, keep)
+            st.limits.max_tool_output_bytes
         };
+        // A replayed turn was recorded already.
+        let recording = turn.is_some();
+        let state = self.state;
+        let keep = |size| recording && journal_keeps(&mut lock(state), size);
         let converted = match settle_value(ctx, &js.prims, &mut outcome, max_output, keep) {
             // A value the engine cannot hold (a BigInt past its size limit): the call
             // fails, so the program's promise settles rather than waiting forever.

@@ -559,6 +559,21 @@ impl Recorder {
         }
     }
 
+    /// Whether the journal will record a result of `size` JSON bytes (so whoever delivers
+    /// it must leave a copy for [`Recorder::finished`]). A result that would pass the
+    /// bound turns recording off now, as recording it would.
+    pub(super) fn keeps(&mut self, size: usize) -> bool {
+        if self.off.is_some() {
+            return false;
+        }
+        if self.bytes.saturating_add(size) > self.max_bytes && self.awaiting.is_empty() {
+            self.bytes = self.bytes.saturating_add(size);
+            self.check_size();
+            return false;
+        }
+        true
+    }
+
     /// Why the run can no longer pause, if it cannot.
     pub(super) fn off(&self) -> Option<&str> {
         self.off.as_deref()
@@ -665,6 +680,30 @@ mod tests {
             (at.as_str(), was.as_str(), now.as_str()),
             ("/b~1c", "nothing", "2")
         );
+    }
+
+    #[test]
+    fn a_result_that_would_pass_the_bound_is_not_kept_and_ends_recording() {
+        let mut r = Recorder::new(1000);
+        assert!(r.keeps(600));
+        r.bytes = 600;
+        // 600 + 400 is the bound itself: kept.
+        assert!(r.keeps(400));
+        assert!(r.off().is_none());
+        // One byte more: not kept, and recording ends as recording it would have ended it.
+        assert!(!r.keeps(401));
+        assert_eq!(
+            r.off(),
+            Some(
+                "the run recorded more than 1000 bytes of tool arguments, results and clock readings, more than a paused run may keep"
+            )
+        );
+        assert!(!r.keeps(1));
+        // While a call waits for approval, the journal keeps everything (the run pauses).
+        let mut r = Recorder::new(1000);
+        r.awaits(1, "write?".to_owned());
+        assert!(r.keeps(5000));
+        assert!(r.off().is_none());
     }
 
     #[test]

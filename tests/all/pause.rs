@@ -62,6 +62,14 @@ impl Pausing {
                 }))
                 .unwrap(),
         );
+        handles.push(
+            registry
+                .register(test_tool("big").execute(|args, _e| {
+                    let n = args.get("n").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    async move { Ok(json!("x".repeat(n))) }
+                }))
+                .unwrap(),
+        );
         let policy = registry.pre_execute(|exec: &Exec| {
             if exec.name() == "write" {
                 Decision::Ask(format!(
@@ -414,6 +422,33 @@ async fn without_a_store_or_past_the_journal_bound_a_call_that_needs_approval_is
         "write: this call needs approval (write x to the disk?), and the run recorded more than 64 bytes of tool arguments, results and clock readings, more than a paused run may keep, so it was denied"
     );
     assert_eq!(p.counts(), (1, 0));
+}
+
+#[tokio::test]
+async fn a_result_past_the_journal_bound_arrives_whole_and_the_run_can_no_longer_pause() {
+    let p = Pausing::with(RunCodeConfig::default().max_journal_bytes(1000));
+    let v = p
+        .run("const s = await tools.big({n: 5000}); let denied; try { await tools.write({text: 'x'}) } catch (e) { denied = e.message } return [s.length, s.at(-1), denied]")
+        .await;
+    assert_eq!(
+        v["result"],
+        json!([
+            5000,
+            "x",
+            "this call needs approval (write x to the disk?), and the run recorded more than 1000 bytes of tool arguments, results and clock readings, more than a paused run may keep, so it was denied"
+        ]),
+        "{v:#}"
+    );
+    // Under the bound, a result arrives whole and is kept for the replay.
+    let p = Pausing::with(RunCodeConfig::default().max_journal_bytes(100_000));
+    let v = p
+        .run(
+            "const s = await tools.big({n: 5000}); await tools.write({text: 'x'}); return s.length",
+        )
+        .await;
+    assert_eq!(v["status"], "paused", "{v:#}");
+    let done = p.approve(&v, 2).await.unwrap();
+    assert_eq!(done["result"], 5000, "{done:#}");
 }
 
 #[tokio::test]
