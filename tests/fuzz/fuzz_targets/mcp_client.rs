@@ -147,6 +147,14 @@ fn reply(r: &Reply) -> Value {
 }
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    // libFuzzer's `main` is C's: unlike a Rust program's, it leaves SIGPIPE at its default,
+    // which kills the process when the client writes to a server that has just exited (a
+    // script that ends early). A Rust host has it ignored by the standard library at
+    // start-up; the target does the same.
+    // SAFETY: setting a signal's disposition to "ignore" touches no memory of this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
