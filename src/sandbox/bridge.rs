@@ -303,7 +303,7 @@ fn host_call<'js>(
         .as_mut()
         .poll(&mut TaskContext::from_waker(wake.waker()))
     {
-        {
+        let journaled = {
             let mut st = lock(state);
             st.calls.landed();
             if awaits_approval(&mut st, id, &mut outcome) {
@@ -312,8 +312,10 @@ fn host_call<'js>(
             }
             st.calls
                 .finish(id, status_of(&outcome), Some(outcome.elapsed()));
-        }
-        let keep = |size| journal_keeps(&mut lock(state), size);
+            st.journal.is_some()
+        };
+        // Most runs keep no journal: no second lock for them.
+        let keep = |size| journaled && journal_keeps(&mut lock(state), size);
         let settled = match settle_value(ctx, prims, &mut outcome, max_output, keep)? {
             Ok(value) => Started::Done(value),
             Err(message) => Started::Failed(message),

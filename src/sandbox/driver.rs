@@ -712,7 +712,7 @@ impl Driver<'_> {
         mut outcome: Outcome,
         turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
-        let max_output = {
+        let (max_output, journaled) = {
             let mut st = lock(self.state);
             if turn.is_some() {
                 st.calls.landed();
@@ -720,10 +720,10 @@ impl Driver<'_> {
                     return Ok(());
                 }
             }
-            st.limits.max_tool_output_bytes
+            (st.limits.max_tool_output_bytes, st.journal.is_some())
         };
-        // A replayed turn was recorded already.
-        let recording = turn.is_some();
+        // A replayed turn was recorded already; most runs keep no journal (no second lock).
+        let recording = turn.is_some() && journaled;
         let state = self.state;
         let keep = |size| recording && journal_keeps(&mut lock(state), size);
         let converted = match settle_value(ctx, &js.prims, &mut outcome, max_output, keep) {
