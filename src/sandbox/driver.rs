@@ -46,6 +46,7 @@ use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::pool::EnginePool;
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
+use super::stack::StackFloor;
 use super::timers::{self, Timers};
 use super::{Limits, prelude, reaper, watchdog};
 use crate::dispatch::registry::AskMode;
@@ -204,6 +205,8 @@ struct Start {
     program: Program,
     woken: Arc<Woken>,
     calls_signal: CancellationToken,
+    /// The run's engine stack, in bytes (its limit was set to this on this thread).
+    stack: usize,
 }
 
 /// How a parked engine's future ended.
@@ -273,10 +276,6 @@ impl Parked {
     ) -> RunReport {
         self.flags.arm(deadline, request.signal.clone());
         let _watch = watchdog::watch(&self.flags, deadline);
-        // Built on another thread, a warm engine's stack limit is measured here.
-        if let Some(runtime) = &self.runtime {
-            runtime.set_max_stack_size(stack).await;
-        }
         let calls_signal = request.signal.child_token();
         let woken = Arc::new(Woken::default());
         *lock(&self.state) = host_state(
@@ -310,6 +309,7 @@ impl Parked {
                     program,
                     woken,
                     calls_signal,
+                    stack,
                 })
                 .is_ok()
         });
@@ -452,7 +452,8 @@ async fn park<'js>(
 ) -> Ran {
     let bridge = BridgeSlot::default();
     let _release = ReleaseBridge(bridge.clone());
-    let js = match load_prelude(ctx, state, flags, bridge, key) {
+    let floor = StackFloor::default();
+    let js = match load_prelude(ctx, state, flags, bridge, &floor, key) {
         Ok(js) => js,
         Err(e) => return Ran::PreludeFailed(e),
     };
@@ -461,10 +462,12 @@ async fn park<'js>(
         program,
         woken,
         calls_signal,
+        stack,
     }) = waiting.await
     else {
         return Ran::Abandoned;
     };
+    floor.start(ctx, stack);
     let mut driver = Driver {
         request: &request,
         program: &program,
@@ -472,6 +475,7 @@ async fn park<'js>(
         state,
         inflight: InFlight::new(woken),
         calls_signal,
+        floor,
     };
     let result = driver.drive(ctx, &js).await;
     driver.finish().await;
@@ -484,9 +488,10 @@ fn load_prelude<'js>(
     state: &Shared,
     flags: &Arc<RunFlags>,
     bridge: BridgeSlot<'js>,
+    floor: &StackFloor,
     key: &EngineKey,
 ) -> Result<Js<'js>, ProgramError> {
-    let host = Host::new(ctx, state, flags, &bridge, &key.tools, key.memory)
+    let host = Host::new(ctx, state, flags, &bridge, floor, &key.tools, key.memory)
         .and_then(|host| host.into_object(ctx))
         .map_err(engine_error)?;
     let internals = prelude::load(ctx, host).map_err(|e| {
@@ -517,6 +522,9 @@ struct Driver<'a> {
     inflight: InFlight,
     /// Parent of every nested call's signal: cancelled when the program ends.
     calls_signal: CancellationToken,
+    /// Where the engine stops a recursion: rebased before each call from here into
+    /// JavaScript (see `stack.rs`).
+    floor: StackFloor,
 }
 
 /// The prelude once it has run, as the loop uses it.
@@ -555,12 +563,15 @@ impl Driver<'_> {
         } else {
             main.call(())
         };
+        // The program's first steps may have entered host functions deep down.
+        self.floor.rebase(ctx);
         let promise = match started {
             Ok(p) => p,
             Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, js)),
             Err(e) => return Err(engine_error(e)),
         };
         let result = self.event_loop(ctx, js, &promise, &implicit).await;
+        self.floor.rebase(ctx);
         if self.stopped().is_none() {
             let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
         }
@@ -610,8 +621,12 @@ impl Driver<'_> {
             tokio::time::sleep_until(tokio::time::Instant::from_std(self.flags.deadline()));
         tokio::pin!(cancelled, deadline);
         loop {
-            // Run every queued microtask (the interrupt handler bounds CPU loops here).
+            // Run every queued microtask (the interrupt handler bounds CPU loops here),
+            // from this frame's floor (the future may have moved thread since the last
+            // turn), then rebase (a job may have entered a host function deep down).
+            self.floor.rebase(ctx);
             while self.flags.reason().is_none() && ctx.execute_pending_job() {}
+            self.floor.rebase(ctx);
             if let Some(e) = self.stopped() {
                 return Err(e);
             }
@@ -712,6 +727,8 @@ impl Driver<'_> {
         mut outcome: Outcome,
         turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
+        // The delivery before this one may have run a `then` getter that called a tool.
+        self.floor.rebase(ctx);
         let (max_output, journaled) = {
             let mut st = lock(self.state);
             if turn.is_some() {
@@ -808,6 +825,7 @@ impl Driver<'_> {
                     ctx,
                     self.state,
                     self.flags,
+                    &self.floor,
                     &js.internals.fire_timer,
                     ids,
                 );
@@ -892,8 +910,14 @@ impl Driver<'_> {
 
     /// Fires the timers that are due; a callback that throws ends the run.
     fn fire_timers<'js>(&mut self, ctx: &Ctx<'js>, js: &Js<'js>) -> Result<(), ProgramError> {
-        timers::fire_due(ctx, self.state, self.flags, &js.internals.fire_timer)
-            .map_err(|e| self.timer_error(ctx, js, e))
+        timers::fire_due(
+            ctx,
+            self.state,
+            self.flags,
+            &self.floor,
+            &js.internals.fire_timer,
+        )
+        .map_err(|e| self.timer_error(ctx, js, e))
     }
 
     /// The error of a timer callback that threw (or of the stop that interrupted it).
@@ -901,6 +925,8 @@ impl Driver<'_> {
         if let Some(err) = self.stopped() {
             return err;
         }
+        // The callback may have entered a host function deep down.
+        self.floor.rebase(ctx);
         let mut error = if matches!(e, rquickjs::Error::Exception) {
             self.program_error(&ctx.catch(), js)
         } else {

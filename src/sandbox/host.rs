@@ -17,6 +17,7 @@ use super::flags::RunFlags;
 use super::logs::LogLevel;
 use super::prelude;
 use super::shared::{Shared, lock};
+use super::stack::StackFloor;
 use crate::dispatch::registry::unknown_tool_in_program;
 
 /// The `host` object of one run, field for field as `js-prelude/10_host.js` describes it.
@@ -64,6 +65,7 @@ impl<'js> Host<'js> {
         state: &Shared,
         flags: &Arc<RunFlags>,
         bridge: &BridgeSlot<'js>,
+        floor: &StackFloor,
         tools: &[(String, String)],
         memory: usize,
     ) -> rquickjs::Result<Self> {
@@ -72,9 +74,12 @@ impl<'js> Host<'js> {
             .enumerate()
             .map(|(index, (_, alias))| {
                 let (state, flags, bridge) = (state.clone(), flags.clone(), bridge.clone());
+                let floor = floor.clone();
                 Function::new(
                     ctx.clone(),
                     move |ctx: Ctx<'js>, args: Opt<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+                        // Settling the call and converting its arguments run JavaScript.
+                        floor.hold(&ctx);
                         tool_function(&ctx, &state, &flags, &bridge, index, args.0)
                     },
                 )?
@@ -99,12 +104,15 @@ impl<'js> Host<'js> {
             })?;
 
         let (search_state, search_bridge) = (state.clone(), bridge.clone());
+        let search_floor = floor.clone();
         let search_tools = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
                   query: rquickjs::String<'js>,
                   limit: f64|
                   -> rquickjs::Result<Value<'js>> {
+                // The conversion of what it found can call `BigInt`.
+                search_floor.hold(&ctx);
                 let query = unicode(&ctx, &query, "the query")?;
                 let limit = if limit >= 1.0 {
                     (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
@@ -137,10 +145,14 @@ impl<'js> Host<'js> {
             },
         )?;
 
-        let load_inspect =
-            Function::new(ctx.clone(), |ctx: Ctx<'js>, primordials: Object<'js>| {
+        let inspect_floor = floor.clone();
+        let load_inspect = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, primordials: Object<'js>| {
+                inspect_floor.hold(&ctx);
                 prelude::load_inspect(&ctx, primordials)
-            })?;
+            },
+        )?;
 
         let (log_state, log_flags) = (state.clone(), flags.clone());
         let log = Function::new(

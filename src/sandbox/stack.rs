@@ -6,12 +6,23 @@
 //! of the host's stack and crash the process, so the limit a run gets is the smaller of
 //! [`Limits::stack`](super::Limits::stack) and the thread's remaining stack less
 //! [`HOST_MARGIN`].
+//!
+//! rquickjs (with its `parallel` feature) moves the engine's stack top to the caller's frame
+//! at every call from Rust into JavaScript, and QuickJS measures its limit from that top. A
+//! host function called at the bottom of a deep recursion (`tools.x` resolving its promise,
+//! a conversion calling `toJSON`) would so give the engine a whole new limit's worth of
+//! stack below the recursion, and the next recursion would run off the end of the thread's
+//! stack. [`StackFloor`] keeps the limit at one address for the whole run instead.
 #![expect(
     unsafe_code,
-    reason = "pthread_getattr_np is how a thread learns where its stack ends"
+    reason = "pthread_getattr_np is how a thread learns where its stack ends; QuickJS's stack \
+              top and size are set through its C API"
 )]
 
 use std::cell::Cell;
+use std::rc::Rc;
+
+use rquickjs::{Ctx, qjs};
 
 /// Stack left for the host's own frames below the engine's limit: the frames between where
 /// the bound is measured and where the engine is entered, and native work the engine does
@@ -67,13 +78,93 @@ fn limit_within(wanted: usize, left: Option<usize>) -> Result<usize, usize> {
     Ok(wanted.min(room))
 }
 
+/// The lowest address a run's JavaScript may use: where its engine stops a recursion with a
+/// `RangeError`, wherever the host entered the engine from.
+///
+/// Set once per thread the run is polled on, the run's engine stack below the loop's frame
+/// ([`StackFloor::start`]). Then the loop keeps it before each entry into JavaScript
+/// ([`StackFloor::rebase`]), as does each host function that calls back into JavaScript, at
+/// its entry ([`StackFloor::hold`]). A host function that does not call into JavaScript (a
+/// log line, a timer) need not. The loop must rebase because a host function may have held
+/// the floor from deeper down, leaving the engine a size that is right only there; a future
+/// polled on another thread gets a floor on that thread's stack.
+#[derive(Clone, Default)]
+pub(crate) struct StackFloor(Rc<Floor>);
+
+#[derive(Default)]
+struct Floor {
+    /// The lowest address (0: not set yet, while the prelude loads).
+    at: Cell<usize>,
+    /// The run's engine stack, in bytes: how far below the loop's frame the floor is.
+    size: Cell<usize>,
+    /// The lowest address of the stack of the thread `at` is on (0: unknown).
+    thread: Cell<usize>,
+}
+
+impl StackFloor {
+    /// Sets the floor `size` bytes (the run's engine stack) below this frame.
+    pub(crate) fn start(&self, ctx: &Ctx<'_>, size: usize) {
+        self.0.size.set(size);
+        self.anchor(ctx);
+    }
+
+    /// Gives the engine its limit at the floor for calls from the loop.
+    pub(crate) fn rebase(&self, ctx: &Ctx<'_>) {
+        let thread = stack_low().unwrap_or(0);
+        if thread == 0 || thread != self.0.thread.get() {
+            self.anchor(ctx);
+        } else {
+            self.hold(ctx);
+        }
+    }
+
+    fn anchor(&self, ctx: &Ctx<'_>) {
+        let size = self.0.size.get();
+        if size == 0 {
+            return;
+        }
+        set_limit(ctx, size);
+        self.0.at.set(here().saturating_sub(size));
+        self.0.thread.set(stack_low().unwrap_or(0));
+    }
+
+    /// Keeps the engine's limit at the floor for calls into JavaScript from this frame and
+    /// below (a host function's entry). Before the run starts (while the prelude loads) it
+    /// does nothing.
+    pub(crate) fn hold(&self, ctx: &Ctx<'_>) {
+        let floor = self.0.at.get();
+        if floor == 0 {
+            return;
+        }
+        // A size of 0 would mean no limit: a frame already at the floor gets the least.
+        set_limit(ctx, here().saturating_sub(floor).max(1));
+    }
+}
+
+/// Moves the engine's stack top to this frame and its limit `size` bytes below it.
+#[inline(always)]
+fn set_limit(ctx: &Ctx<'_>, size: usize) {
+    // SAFETY: a `Ctx` holds a live context, whose runtime outlives it, and exists only
+    // while this thread holds the runtime's lock; both setters only store into the runtime.
+    unsafe {
+        let rt = qjs::JS_GetRuntime(ctx.as_raw().as_ptr());
+        qjs::JS_UpdateStackTop(rt);
+        qjs::JS_SetMaxStackSize(rt, size as qjs::size_t);
+    }
+}
+
+/// The address of a frame close to the caller's.
+#[inline(always)]
+fn here() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
 /// Bytes of stack between the caller's frame and the end of this thread's stack; `None`
 /// where the bounds cannot be read.
 pub(crate) fn remaining() -> Option<usize> {
     let low = stack_low()?;
-    let marker = 0u8;
-    let here = std::hint::black_box(&marker) as *const u8 as usize;
-    here.checked_sub(low)
+    here().checked_sub(low)
 }
 
 fn stack_low() -> Option<usize> {

@@ -14,6 +14,7 @@ use rquickjs::{Ctx, Function};
 
 use super::flags::RunFlags;
 use super::shared::{Shared, lock};
+use super::stack::StackFloor;
 
 /// The timers of one run.
 #[derive(Default)]
@@ -84,6 +85,7 @@ pub(super) fn fire_due<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     flags: &RunFlags,
+    floor: &StackFloor,
     fire_timer: &Function<'js>,
 ) -> rquickjs::Result<()> {
     let now = Instant::now();
@@ -94,6 +96,8 @@ pub(super) fn fire_due<'js>(
             break Ok(());
         };
         fired.push(id);
+        // The callback before this one may have entered a host function deep down.
+        floor.rebase(ctx);
         if let Err(e) = fire_timer.call::<_, ()>((id as f64,)) {
             break Err(e);
         }
@@ -114,6 +118,7 @@ pub(super) fn fire_replayed<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
     flags: &RunFlags,
+    floor: &StackFloor,
     fire_timer: &Function<'js>,
     ids: Vec<u64>,
 ) -> rquickjs::Result<Result<(), u64>> {
@@ -121,6 +126,7 @@ pub(super) fn fire_replayed<'js>(
         if !lock(state).timers.take(id) {
             return Ok(Err(id));
         }
+        floor.rebase(ctx);
         fire_timer.call::<_, ()>((id as f64,))?;
         while flags.reason().is_none() && ctx.execute_pending_job() {}
     }

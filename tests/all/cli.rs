@@ -196,6 +196,40 @@ fn timeout_and_memory_flags_set_the_limits() {
     }
 }
 
+/// A built-in tool called at the bottom of a recursion re-enters the engine from the host;
+/// the next recursion must still end at the same limit, on every stack size (with 8 MiB and
+/// more, the second round aborted the process with the host's own stack overflow).
+#[test]
+fn a_tool_called_at_the_bottom_of_a_recursion_leaves_the_limit_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), "{\"a\":1}").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let root = dir.path().to_str().unwrap();
+    let program = "const out = [];
+function depth(n) { try { return depth(n + 1) } catch { return n } }
+for (let t = 0; t < 3; t++) {
+  function g(n) { try { return g(n + 1) } catch { return tools.read_file({ path: 'a.json' }) } }
+  out.push((await g(0)).content);
+  function h(n) { try { return h(n + 1) } catch { return tools.list_dir({ path: '.' }).catch((e) => e.name) } }
+  out.push((await h(0)).entries.length);
+}
+const d = depth(0);
+await null;
+out.push(depth(0) === d);
+return out;";
+    for stack in ["1MiB", "8MiB", "16MiB"] {
+        let (code, out, err) = run_stdin(&["run", "-", "--root", root, "--stack", stack], program);
+        assert_eq!(
+            (code, out.as_str()),
+            (
+                0,
+                "result: [\"{\\\"a\\\":1}\",2,\"{\\\"a\\\":1}\",2,\"{\\\"a\\\":1}\",2,true]\n"
+            ),
+            "{stack}: {err}"
+        );
+    }
+}
+
 #[test]
 fn types_prints_declarations_of_the_file_tools() {
     let out = codemode().args(["types"]).output().unwrap();
