@@ -555,8 +555,12 @@ impl Driver<'_> {
             .start_clock
             .call::<_, ()>((journaled,))
             .map_err(engine_error)?;
-        let _tracking = engine::track_rejections(ctx, js.internals.track_rejection.clone())
-            .map_err(engine_error)?;
+        let _tracking = engine::track_rejections(
+            ctx,
+            js.internals.track_rejection.clone(),
+            self.floor.clone(),
+        )
+        .map_err(engine_error)?;
         let (main, implicit, exported) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             js.internals.run_default.call((main, exported))

@@ -8,13 +8,14 @@
 
 use std::sync::Arc;
 
-use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Value};
+use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, JsLifetime, Value};
 
 use super::alloc::LimitedAllocator;
 use super::flags::RunFlags;
 use super::limits::MIN_MEMORY;
 use super::reaper;
 use super::report::ProgramError;
+use super::stack::StackFloor;
 
 /// Heap growth, in bytes, between two runs of the cycle collector.
 ///
@@ -84,23 +85,33 @@ impl Engine {
 /// The function lives in the runtime's user data, which is the host's alone: no global
 /// name the program could read or replace is involved.
 fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, handled: bool) {
-    let track = match ctx.userdata::<Function<'js>>() {
-        Some(track) => track.clone(),
+    let (track, floor) = match ctx.userdata::<Tracker<'js>>() {
+        Some(tracker) => (tracker.track.clone(), tracker.floor.clone()),
         None => return,
     };
+    // A promise can be rejected at the bottom of a recursion.
+    floor.hold(&ctx);
     let _ = track.call::<_, ()>((promise, reason, handled));
 }
 
-/// Sends the engine's promise rejections to `track(promise, reason, handled)` until the
-/// returned guard is dropped.
+/// What the tracker calls, and the run's stack floor it calls it under.
+#[derive(JsLifetime)]
+struct Tracker<'js> {
+    track: Function<'js>,
+    floor: StackFloor,
+}
+
+/// Sends the engine's promise rejections to `track(promise, reason, handled)`, under the
+/// run's stack `floor`, until the returned guard is dropped.
 ///
 /// # Errors
 /// When the runtime's user data is in use (it never is while this runs).
 pub(super) fn track_rejections<'js>(
     ctx: &Ctx<'js>,
     track: Function<'js>,
+    floor: StackFloor,
 ) -> rquickjs::Result<RejectionTracking<'js>> {
-    ctx.store_userdata(track)
+    ctx.store_userdata(Tracker { track, floor })
         .map_err(|_| rquickjs::Error::UserData(rquickjs::runtime::UserDataError(())))?;
     Ok(RejectionTracking(ctx.clone()))
 }
@@ -111,6 +122,6 @@ pub(super) struct RejectionTracking<'js>(Ctx<'js>);
 
 impl Drop for RejectionTracking<'_> {
     fn drop(&mut self) {
-        let _ = self.0.remove_userdata::<Function<'_>>();
+        let _ = self.0.remove_userdata::<Tracker<'_>>();
     }
 }

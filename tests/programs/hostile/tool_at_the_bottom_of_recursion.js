@@ -17,6 +17,20 @@ for (let round = 0; round < 4; round++) {
   // Each round's recursions start from a timer's microtasks, as the last one's did.
   await new Promise((resolve) => setTimeout(resolve, 0));
   depths.push(depth(0));
+  // A promise rejected at the bottom: the host's rejection tracker runs JavaScript there
+  // (first in the round, while the engine has the loop's limit).
+  let afterRejection = -1;
+  function rejectAt(n) {
+    try {
+      return rejectAt(n + 1);
+    } catch {
+      Promise.reject(0).catch(() => {});
+      afterRejection = depth(0);
+      return n;
+    }
+  }
+  rejectAt(0);
+  atTheBottom.push(afterRejection < depths[0] / 10);
   // The call's promise is awaited once the recursion has unwound.
   function viaPromise(n) {
     try {
