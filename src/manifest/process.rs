@@ -190,8 +190,15 @@ async fn run(def: &CommandTool, args: &Arguments, exec: &Exec) -> Result<Value, 
     serde_json::from_slice(&out).map_err(|e| {
         let shown = String::from_utf8_lossy(&out[..out.len().min(STDOUT_SHOWN)]).into_owned();
         let more = if out.len() > STDOUT_SHOWN { "…" } else { "" };
+        // serde_json names a lone surrogate escape only as a bad hex escape.
+        let why = e.to_string();
+        let hint = if why.contains("surrogate") || why.contains("end of hex escape") {
+            ": a `\\uD800`–`\\uDFFF` escape must be one half of a surrogate pair, since a string must be Unicode text"
+        } else {
+            ""
+        };
         ToolError::new(format!(
-            "{name}: the output is not one JSON value ({e}); stdout began: {shown:?}{more}{}",
+            "{name}: the output is not one JSON value ({why}{hint}); stdout began: {shown:?}{more}{}",
             stderr_suffix()
         ))
     })

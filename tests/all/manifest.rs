@@ -54,6 +54,7 @@ fn tools_succeed_and_fail_with_clear_messages() {
             fail: await attempt(() => tools.fail({{}})),
             signal: await attempt(() => tools.signal({{}})),
             not_json: await attempt(() => tools.not_json({{}})),
+            lone_surrogate: await attempt(() => tools.not_json({{ surrogate: true }})),
             bad_output: await attempt(() => tools.bad_output({{}})),
             search_ok: await tools.search({{ q: 'x' }}),
             search_bad: await attempt(() => tools.search({{ q: '', limit: 11 }})),
@@ -74,6 +75,10 @@ fn tools_succeed_and_fail_with_clear_messages() {
     assert_eq!(
         r["not_json"],
         "ToolCallError: not_json: the output is not one JSON value (expected value at line 1 column 1); stdout began: \"hello, world\\n\""
+    );
+    assert_eq!(
+        r["lone_surrogate"],
+        "ToolCallError: not_json: the output is not one JSON value (unexpected end of hex escape at line 1 column 18: a `\\uD800`–`\\uDFFF` escape must be one half of a surrogate pair, since a string must be Unicode text); stdout began: \"{\\\"text\\\": \\\"a\\\\ud800b\\\"}\\n\""
     );
     assert_eq!(
         r["bad_output"],
