@@ -54,7 +54,7 @@ pub fn time_round_trips(setup: &str, crossing: Crossing, iterations: u64) -> (Du
                 "({ObjectPrototype: Object.prototype, ArrayPrototype: Array.prototype, BigInt, Map, Set, WeakMap, WeakSet, ArrayBuffer, Promise, RegExp, WeakRef, ArrayBufferIsView: ArrayBuffer.isView})",
             )
             .expect("primordials");
-        let prims = Primordials::capture(&prims_obj).expect("primordials");
+        let prims = Primordials::capture(&prims_obj, Default::default()).expect("primordials");
         let value: Value = ctx.eval(setup).expect("setup");
         let stringify: Function = ctx.eval("JSON.stringify").expect("stringify");
         let mut size = 0;

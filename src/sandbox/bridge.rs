@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
-use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
+use rquickjs::{Ctx, Exception, Function, IntoJs, Object, Promise, Value};
 
 use super::calls::{CallId, Opened, status_of};
 use super::convert::{ConvertError, Primordials, ToJson, json_to_js};
@@ -80,6 +80,7 @@ impl<'js> Bridge<'js> {
         self.last_await
             .borrow()
             .as_ref()
+            .filter(|f| self.prims.floor.room(f.ctx()))
             .and_then(|f| f.call(()).ok())
             .unwrap_or(0)
     }
@@ -102,12 +103,22 @@ impl<'js> Bridge<'js> {
         let Some(waiting) = waiting else {
             return Ok(());
         };
+        let floor = &self.prims.floor;
+        let ctx = self.promise.ctx();
         match converted? {
-            Ok(value) => waiting.resolve.call::<_, ()>((value,)),
-            Err(message) => self
-                .tool_error
-                .call::<_, Value<'js>>((&*waiting.name, message, self.site()))
-                .and_then(|error| waiting.reject.call::<_, ()>((error,))),
+            Ok(value) => {
+                floor.guard(ctx)?;
+                waiting.resolve.call::<_, ()>((value,))
+            }
+            Err(message) => {
+                let site = self.site();
+                floor.guard(ctx)?;
+                let error =
+                    self.tool_error
+                        .call::<_, Value<'js>>((&*waiting.name, message, site))?;
+                floor.guard(ctx)?;
+                waiting.reject.call::<_, ()>((error,))
+            }
         }
     }
 }
@@ -176,10 +187,19 @@ pub(super) fn tool_function<'js>(
         (name, room)
     };
     let args = args.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+    let floor = &b.prims.floor;
+    // Each call into JavaScript below gives the engine its limit from this frame first.
+    let failed = |error: Value<'js>| {
+        let site = b.site();
+        floor.guard(ctx)?;
+        b.failed.call::<_, Value<'js>>((&*name, error, site))
+    };
     match host_call(ctx, state, flags, tool, &name, room, args, &b.prims) {
-        Ok(Started::Done(value)) => b
-            .resolve
-            .call((rquickjs::function::This(b.promise.clone()), value)),
+        Ok(Started::Done(value)) => {
+            floor.guard(ctx)?;
+            b.resolve
+                .call((rquickjs::function::This(b.promise.clone()), value))
+        }
         Ok(Started::Pending(id)) => {
             let (promise, resolve, reject) = Promise::new(ctx)?;
             b.pending.borrow_mut().insert(
@@ -192,16 +212,16 @@ pub(super) fn tool_function<'js>(
             );
             Ok(promise.into_value())
         }
-        Ok(Started::Failed(message)) => b.failed.call((&*name, message, b.site())),
+        Ok(Started::Failed(message)) => failed(message.into_js(ctx)?),
         Err(rquickjs::Error::Exception) => {
             let thrown = ctx.catch();
             if thrown.is_uncatchable_error() {
                 // An interrupt or out-of-memory ends the run: not the call's error.
                 return Err(ctx.throw(thrown));
             }
-            b.failed.call((&*name, thrown, b.site()))
+            failed(thrown)
         }
-        Err(e) => b.failed.call((&*name, e.to_string(), b.site())),
+        Err(e) => failed(e.to_string().into_js(ctx)?),
     }
 }
 

@@ -27,6 +27,7 @@ use rquickjs::{Array, Atom, BigInt, Coerced, Ctx, Filter, Function, Object, Type
 use serde_json::{Map, Number};
 use smallvec::SmallVec;
 
+use super::stack::StackFloor;
 use crate::value::{FxBuild, MAX_DEPTH, PathSeg};
 
 /// Largest integer a JS number holds exactly: 2^53 − 1.
@@ -42,6 +43,9 @@ pub(crate) struct Primordials<'js> {
     source: Object<'js>,
     object_prototype: Object<'js>,
     array_prototype: Object<'js>,
+    /// The run's stack floor: every call a conversion makes into JavaScript (`toJSON`, a
+    /// check of the value's class) gives the engine its limit from there first.
+    pub(crate) floor: StackFloor,
 }
 
 /// Built-ins that are not JSON, with what to do instead.
@@ -64,12 +68,28 @@ impl<'js> Primordials<'js> {
     ///
     /// # Errors
     /// When `source` lacks `ObjectPrototype` or `ArrayPrototype` (an engine error).
-    pub(crate) fn capture(source: &Object<'js>) -> rquickjs::Result<Self> {
+    pub(crate) fn capture(source: &Object<'js>, floor: StackFloor) -> rquickjs::Result<Self> {
         Ok(Primordials {
             object_prototype: source.get("ObjectPrototype")?,
             array_prototype: source.get("ArrayPrototype")?,
             source: source.clone(),
+            floor,
         })
+    }
+
+    /// Calls the built-in `name` with `args`, if this frame is above the run's stack floor
+    /// (`None` below it, with nothing thrown) and the call does not throw.
+    fn call_builtin<A, R>(&self, ctx: &Ctx<'js>, name: &str, args: A) -> Option<R>
+    where
+        A: rquickjs::function::IntoArgs<'js>,
+        R: rquickjs::FromJs<'js>,
+    {
+        if !self.floor.room(ctx) {
+            return None;
+        }
+        self.get::<Function<'js>>(name)
+            .and_then(|f| f.call(args))
+            .ok()
     }
 
     /// `Object.prototype` as it was before the program ran.
@@ -310,8 +330,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
             Type::Function | Type::Constructor => {
                 let is_class: bool = self
                     .prim
-                    .get::<Function<'js>>("isClass")
-                    .and_then(|f| f.call((value,)))
+                    .call_builtin(self.ctx, "isClass", (value,))
                     .unwrap_or(false);
                 Err(ConvertError::Invalid(if is_class {
                     format!(
@@ -371,8 +390,11 @@ impl<'a, 'js> ToJson<'a, 'js> {
         let to_json: Value<'js> = if self.planted_to_json(plain) {
             let own: bool = self
                 .prim
-                .get::<Function<'js>>("ObjectPrototypeHasOwnProperty")
-                .and_then(|has| has.call((obj.clone(), "toJSON")))
+                .call_builtin(
+                    self.ctx,
+                    "ObjectPrototypeHasOwnProperty",
+                    (obj.clone(), "toJSON"),
+                )
                 .unwrap_or(false);
             if own {
                 obj.get(self.to_json.clone())
@@ -388,12 +410,16 @@ impl<'a, 'js> ToJson<'a, 'js> {
             }
         };
         if let Some(f) = to_json.as_function() {
-            let replaced: Value<'js> =
-                match f.call((rquickjs::function::This(obj.clone()), key.text())) {
-                    Ok(v) => v,
-                    Err(rquickjs::Error::Exception) => return Err(self.thrown("toJSON()", path)),
-                    Err(e) => return Err(e.into()),
-                };
+            let replaced: Value<'js> = match self
+                .prim
+                .floor
+                .guard(self.ctx)
+                .and_then(|()| f.call((rquickjs::function::This(obj.clone()), key.text())))
+            {
+                Ok(v) => v,
+                Err(rquickjs::Error::Exception) => return Err(self.thrown("toJSON()", path)),
+                Err(e) => return Err(e.into()),
+            };
             if replaced.is_undefined() {
                 return Err(ConvertError::Invalid(format!(
                     "{path}: toJSON() returned undefined"
@@ -461,8 +487,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         }
         let is_view: bool = self
             .prim
-            .get::<Function<'js>>("ArrayBufferIsView")
-            .and_then(|f| f.call((obj.clone(),)))
+            .call_builtin(self.ctx, "ArrayBufferIsView", (obj.clone(),))
             .unwrap_or(false);
         if is_view {
             return Some(
@@ -761,5 +786,6 @@ fn number_to_js<'js>(
     if let Ok(u) = text.parse::<u64>() {
         return Ok(BigInt::from_u64(ctx.clone(), u)?.into_value());
     }
+    prim.floor.guard(ctx)?;
     prim.get::<Function<'js>>("BigInt")?.call((text,))
 }

@@ -503,7 +503,8 @@ fn load_prelude<'js>(
         ProgramError::internal(format!("the sandbox prelude failed: {detail}"))
     })?;
     let internals = Internals::read(&internals).map_err(engine_error)?;
-    let prims = Primordials::capture(&internals.primordials).map_err(engine_error)?;
+    let prims =
+        Primordials::capture(&internals.primordials, floor.clone()).map_err(engine_error)?;
     *bridge.borrow_mut() = Some(Bridge::new(prims.clone(), &internals).map_err(engine_error)?);
     Ok(Js {
         internals,
@@ -576,6 +577,7 @@ impl Driver<'_> {
         };
         let result = self.event_loop(ctx, js, &promise, &implicit).await;
         self.floor.rebase(ctx);
+        engine::report_deferred_rejections(ctx);
         if self.stopped().is_none() {
             let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
         }
@@ -631,6 +633,7 @@ impl Driver<'_> {
             self.floor.rebase(ctx);
             while self.flags.reason().is_none() && ctx.execute_pending_job() {}
             self.floor.rebase(ctx);
+            engine::report_deferred_rejections(ctx);
             if let Some(e) = self.stopped() {
                 return Err(e);
             }
@@ -1011,6 +1014,8 @@ impl Driver<'_> {
         match conv.convert_root(value.clone(), &PathSeg::Root("result")) {
             Ok(v) => Ok(v),
             Err(ConvertError::Invalid(message)) if implicit => {
+                // The conversion may have run a `toJSON` that called a tool deep down.
+                self.floor.rebase(ctx);
                 let shown = js.internals.inspect.call::<_, String>((value,));
                 if let Some(stopped) = self.stopped() {
                     return Err(stopped);
@@ -1057,6 +1062,9 @@ impl Driver<'_> {
 
     /// The error for a value the program threw.
     fn program_error<'js>(&self, thrown: &Value<'js>, js: &Js<'js>) -> ProgramError {
+        // Showing the value runs its getters, which may call tools: each call into
+        // JavaScript here starts from this frame's floor.
+        self.floor.rebase(thrown.ctx());
         let shown = js
             .internals
             .inspect
@@ -1068,6 +1076,7 @@ impl Driver<'_> {
         // call's own `await` (also when the error is caught and thrown again later).
         if error.line.is_none()
             && error.kind == ProgramErrorKind::ToolCall
+            && self.floor.room(thrown.ctx())
             && let Ok(n) = js.internals.site_of.call::<_, usize>((thrown.clone(),))
             && let Some(site) = n.checked_sub(1).and_then(|i| self.program.awaits.get(i))
         {

@@ -6,6 +6,7 @@
 //! reason in [`RunFlags`], for code that runs; it does *not* fire while the program waits
 //! on a tool: the event loop bounds those waits) and the promise rejection tracker.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, JsLifetime, Value};
@@ -85,20 +86,41 @@ impl Engine {
 /// The function lives in the runtime's user data, which is the host's alone: no global
 /// name the program could read or replace is involved.
 fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, handled: bool) {
-    let (track, floor) = match ctx.userdata::<Tracker<'js>>() {
-        Some(tracker) => (tracker.track.clone(), tracker.floor.clone()),
-        None => return,
+    let track = {
+        let Some(tracker) = ctx.userdata::<Tracker<'js>>() else {
+            return;
+        };
+        // At the bottom of a recursion no JavaScript may run (see `StackFloor`): the report
+        // waits for the loop, and so does every later one, to keep their order.
+        let mut deferred = tracker.deferred.borrow_mut();
+        if !deferred.is_empty() || !tracker.floor.room(&ctx) {
+            deferred.push(Report {
+                promise,
+                reason,
+                handled,
+            });
+            return;
+        }
+        tracker.track.clone()
     };
-    // A promise can be rejected at the bottom of a recursion.
-    floor.hold(&ctx);
     let _ = track.call::<_, ()>((promise, reason, handled));
 }
 
-/// What the tracker calls, and the run's stack floor it calls it under.
+/// What the tracker calls, the run's stack floor it calls it under, and the reports that
+/// wait for the loop (made below the floor).
 #[derive(JsLifetime)]
 struct Tracker<'js> {
     track: Function<'js>,
     floor: StackFloor,
+    deferred: RefCell<Vec<Report<'js>>>,
+}
+
+/// One report for the tracker: `track(promise, reason, handled)`.
+#[derive(JsLifetime)]
+struct Report<'js> {
+    promise: Value<'js>,
+    reason: Value<'js>,
+    handled: bool,
 }
 
 /// Sends the engine's promise rejections to `track(promise, reason, handled)`, under the
@@ -111,9 +133,31 @@ pub(super) fn track_rejections<'js>(
     track: Function<'js>,
     floor: StackFloor,
 ) -> rquickjs::Result<RejectionTracking<'js>> {
-    ctx.store_userdata(Tracker { track, floor })
-        .map_err(|_| rquickjs::Error::UserData(rquickjs::runtime::UserDataError(())))?;
+    ctx.store_userdata(Tracker {
+        track,
+        floor,
+        deferred: RefCell::default(),
+    })
+    .map_err(|_| rquickjs::Error::UserData(rquickjs::runtime::UserDataError(())))?;
     Ok(RejectionTracking(ctx.clone()))
+}
+
+/// Hands the tracker the reports made below the stack floor, in order; called by the loop,
+/// from its own frame, after it rebased the floor.
+pub(super) fn report_deferred_rejections(ctx: &Ctx<'_>) {
+    loop {
+        let (track, next) = {
+            let Some(tracker) = ctx.userdata::<Tracker<'_>>() else {
+                return;
+            };
+            let mut deferred = tracker.deferred.borrow_mut();
+            if deferred.is_empty() {
+                return;
+            }
+            (tracker.track.clone(), deferred.remove(0))
+        };
+        let _ = track.call::<_, ()>((next.promise, next.reason, next.handled));
+    }
 }
 
 /// Stops the tracking [`track_rejections`] started when dropped (also on a panic), so the

@@ -79,7 +79,7 @@ impl<'js> Host<'js> {
                     ctx.clone(),
                     move |ctx: Ctx<'js>, args: Opt<Value<'js>>| -> rquickjs::Result<Value<'js>> {
                         // Settling the call and converting its arguments run JavaScript.
-                        floor.hold(&ctx);
+                        floor.enter(&ctx)?;
                         tool_function(&ctx, &state, &flags, &bridge, index, args.0)
                     },
                 )?
@@ -112,7 +112,7 @@ impl<'js> Host<'js> {
                   limit: f64|
                   -> rquickjs::Result<Value<'js>> {
                 // The conversion of what it found can call `BigInt`.
-                search_floor.hold(&ctx);
+                search_floor.enter(&ctx)?;
                 let query = unicode(&ctx, &query, "the query")?;
                 let limit = if limit >= 1.0 {
                     (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
@@ -149,7 +149,7 @@ impl<'js> Host<'js> {
         let load_inspect = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, primordials: Object<'js>| {
-                inspect_floor.hold(&ctx);
+                inspect_floor.enter(&ctx)?;
                 prelude::load_inspect(&ctx, primordials)
             },
         )?;

@@ -22,7 +22,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use rquickjs::{Ctx, qjs};
+use rquickjs::{Ctx, Exception, qjs};
 
 /// Stack left for the host's own frames below the engine's limit: the frames between where
 /// the bound is measured and where the engine is entered, and native work the engine does
@@ -82,12 +82,18 @@ fn limit_within(wanted: usize, left: Option<usize>) -> Result<usize, usize> {
 /// `RangeError`, wherever the host entered the engine from.
 ///
 /// Set once per thread the run is polled on, the run's engine stack below the loop's frame
-/// ([`StackFloor::start`]). Then the loop keeps it before each entry into JavaScript
-/// ([`StackFloor::rebase`]), as does each host function that calls back into JavaScript, at
-/// its entry ([`StackFloor::hold`]). A host function that does not call into JavaScript (a
-/// log line, a timer) need not. The loop must rebase because a host function may have held
-/// the floor from deeper down, leaving the engine a size that is right only there; a future
-/// polled on another thread gets a floor on that thread's stack.
+/// ([`StackFloor::start`]). Every call from Rust into JavaScript first gives the engine its
+/// limit at the floor from the calling frame: the loop with [`StackFloor::rebase`] (also
+/// because a future may be polled on another thread, whose stack gets a floor of its own),
+/// a host function with [`StackFloor::guard`] before each call. So the limit stays at one
+/// address, give or take the few frames between the guard and rquickjs's own update.
+///
+/// A host function entered at the bottom of a recursion is already below the floor: it
+/// must not call into JavaScript there (that would give the engine room below the floor,
+/// a little more each time). [`StackFloor::enter`] refuses such an entry with the
+/// engine's own `RangeError`, keeping [`ENTRY_ROOM`] for the calls the function makes on
+/// its way out (settling its promise), and [`StackFloor::guard`] refuses a call from at or
+/// below the floor.
 #[derive(Clone, Default)]
 pub(crate) struct StackFloor(Rc<Floor>);
 
@@ -101,6 +107,14 @@ struct Floor {
     thread: Cell<usize>,
 }
 
+/// Stack above the floor a host function that calls back into JavaScript needs at its
+/// entry: its own frames down to where it settles its promise.
+pub(crate) const ENTRY_ROOM: usize = 16 << 10;
+
+/// What the engine says when a recursion reaches its limit; a refused host function says
+/// the same.
+const STACK_EXCEEDED: &str = "Maximum call stack size exceeded";
+
 impl StackFloor {
     /// Sets the floor `size` bytes (the run's engine stack) below this frame.
     pub(crate) fn start(&self, ctx: &Ctx<'_>, size: usize) {
@@ -108,13 +122,16 @@ impl StackFloor {
         self.anchor(ctx);
     }
 
-    /// Gives the engine its limit at the floor for calls from the loop.
+    /// Gives the engine its limit at the floor for calls from the loop (setting the floor
+    /// again on a thread the run was not polled on before).
     pub(crate) fn rebase(&self, ctx: &Ctx<'_>) {
         let thread = stack_low().unwrap_or(0);
         if thread == 0 || thread != self.0.thread.get() {
             self.anchor(ctx);
-        } else {
-            self.hold(ctx);
+        } else if !self.room(ctx) {
+            // The loop's frame is the engine's whole stack above the floor; were it not,
+            // the least limit still stops the next recursion at once.
+            set_limit(ctx, 1);
         }
     }
 
@@ -128,16 +145,55 @@ impl StackFloor {
         self.0.thread.set(stack_low().unwrap_or(0));
     }
 
-    /// Keeps the engine's limit at the floor for calls into JavaScript from this frame and
-    /// below (a host function's entry). Before the run starts (while the prelude loads) it
-    /// does nothing.
-    pub(crate) fn hold(&self, ctx: &Ctx<'_>) {
+    /// Before a call from Rust into JavaScript: gives the engine its limit at the floor
+    /// from this frame, or `false` (nothing set) when this frame is at or below the floor.
+    /// Before the run starts (while the prelude loads) it sets nothing and allows the call.
+    #[inline(always)]
+    pub(crate) fn room(&self, ctx: &Ctx<'_>) -> bool {
+        self.room_above(ctx, 0)
+    }
+
+    #[inline(always)]
+    fn room_above(&self, ctx: &Ctx<'_>, needed: usize) -> bool {
         let floor = self.0.at.get();
         if floor == 0 {
-            return;
+            return true;
         }
-        // A size of 0 would mean no limit: a frame already at the floor gets the least.
-        set_limit(ctx, here().saturating_sub(floor).max(1));
+        match here().checked_sub(floor) {
+            Some(size) if size > needed => {
+                set_limit(ctx, size);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`StackFloor::room`], or the engine's `RangeError` thrown.
+    ///
+    /// # Errors
+    /// `Error::Exception`, with the `RangeError` pending, at or below the floor.
+    #[inline(always)]
+    pub(crate) fn guard(&self, ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+        if self.room(ctx) {
+            Ok(())
+        } else {
+            Err(Exception::throw_range(ctx, STACK_EXCEEDED))
+        }
+    }
+
+    /// At the entry of a host function that calls back into JavaScript: as
+    /// [`StackFloor::guard`], but refused within [`ENTRY_ROOM`] of the floor, before the
+    /// function does anything.
+    ///
+    /// # Errors
+    /// `Error::Exception`, with the `RangeError` pending, within `ENTRY_ROOM` of the floor.
+    #[inline(always)]
+    pub(crate) fn enter(&self, ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+        if self.room_above(ctx, ENTRY_ROOM) {
+            Ok(())
+        } else {
+            Err(Exception::throw_range(ctx, STACK_EXCEEDED))
+        }
     }
 }
 
