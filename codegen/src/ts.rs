@@ -316,6 +316,7 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
                 open_objects: false,
                 shapes: shapes.as_deref_mut(),
                 hint: None,
+                ref_depth: 0,
             };
             // The entry carries the documentation: the type is bare.
             (types[i], docs[i]) = e.ty_and_doc(schema, 1, true);
@@ -535,6 +536,7 @@ pub fn property_hint(root: &Value, parent: &Value, name: &str) -> Option<Propert
         open_objects: false,
         shapes: None,
         hint: None,
+        ref_depth: 0,
     };
     let (t, doc) = e.ty_and_doc(prop, 0, true);
     Some(PropertyHint {
@@ -954,7 +956,15 @@ struct Emitter<'a> {
     /// What the object type being rendered is called where it appears: the property that
     /// holds it (singular for an array's items).
     hint: Option<String>,
+    /// Alias bodies being rendered, one inside another (see [`MAX_REF_NESTING`]).
+    ref_depth: usize,
 }
+
+/// Alias bodies rendered one inside another at most: a reference first met deeper is
+/// `unknown`. A chain of `$ref`s needs no nesting in the JSON text, so without a bound a
+/// schema could make the rendering recurse without end (and overflow a small thread's
+/// stack); real schemas stay far below it.
+pub(crate) const MAX_REF_NESTING: usize = 32;
 
 impl Emitter<'_> {
     /// The alias of `reference`, emitting it the first time; `unknown` when it cannot be
@@ -972,6 +982,9 @@ impl Emitter<'_> {
         let Some(target) = resolve(self.root, pointer) else {
             return "unknown".to_owned();
         };
+        if self.ref_depth >= MAX_REF_NESTING {
+            return "unknown".to_owned();
+        }
         let last = pointer
             .rsplit('/')
             .next()
@@ -989,7 +1002,9 @@ impl Emitter<'_> {
         // The body of an alias starts a fresh chain (the alias name guards it from where it
         // is referenced), but references back to aliases still unguarded above stay circular.
         self.unguarded.extend(saved.iter().cloned());
+        self.ref_depth += 1;
         let body = self.ty(target, 0, true);
+        self.ref_depth -= 1;
         self.unguarded = saved;
         let mut text = String::new();
         let doc = doc_of(target);
@@ -1548,6 +1563,40 @@ mod tests {
             output_schema: json!({}),
         }])
         .unwrap()
+    }
+
+    /// A chain of `$ref`s (no nesting in the JSON text) renders within a bounded depth:
+    /// aliases down to [`MAX_REF_NESTING`], then `unknown`, within the 512 KiB the sandbox
+    /// keeps below an engine's limit for the host (a debug build's frames included).
+    #[test]
+    fn a_long_chain_of_references_renders_to_a_bounded_depth() {
+        let mut defs = serde_json::Map::new();
+        for i in 0..3000 {
+            defs.insert(
+                format!("a{i}"),
+                json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/a{}", i + 1)}}}),
+            );
+        }
+        defs.insert("a3000".into(), json!({"type": "string"}));
+        let schema =
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/a0"}}, "$defs": defs});
+        let (d, hint) = std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(move || {
+                let hint = property_hint(&schema, &schema, "x").unwrap().to_string();
+                (one(schema), hint)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        // One alias per level, down to the bound; the next level is `unknown`.
+        assert_eq!(
+            d.matches("next?: TArgsA").count(),
+            MAX_REF_NESTING - 1,
+            "{d}"
+        );
+        assert_eq!(d.matches("next?: unknown").count(), 1, "{d}");
+        assert!(hint.starts_with("x?: ArgA0"), "{hint}");
     }
 
     #[test]

@@ -578,7 +578,14 @@ impl Driver<'_> {
         let result = self.event_loop(ctx, js, &promise, &implicit).await;
         self.floor.rebase(ctx);
         engine::report_deferred_rejections(ctx);
-        if self.stopped().is_none() {
+        // A paused run reports nothing yet: its program goes on after the resume, which
+        // replays it, and may still handle the rejection (found by a hostile review: each
+        // was reported at the pause and again after the resume).
+        let paused = lock(self.state)
+            .journal
+            .as_ref()
+            .is_some_and(Recorder::paused);
+        if self.stopped().is_none() && !paused {
             let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
         }
         result

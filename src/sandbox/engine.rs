@@ -90,10 +90,11 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
         let Some(tracker) = ctx.userdata::<Tracker<'js>>() else {
             return;
         };
-        // At the bottom of a recursion no JavaScript may run (see `StackFloor`): the report
-        // waits for the loop, and so does every later one, to keep their order.
+        // Near the bottom of a recursion the tracker's JavaScript could not run (see
+        // `StackFloor`): the report waits for the loop, and so does every later one, to
+        // keep their order.
         let mut deferred = tracker.deferred.borrow_mut();
-        if !deferred.is_empty() || !tracker.floor.room(&ctx) {
+        if !deferred.is_empty() || !tracker.floor.room_to_enter(&ctx) {
             deferred.push(Report {
                 promise,
                 reason,
@@ -103,7 +104,10 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
         }
         tracker.track.clone()
     };
-    let _ = track.call::<_, ()>((promise, reason, handled));
+    if track.call::<_, ()>((promise, reason, handled)).is_err() {
+        // Only an interrupt stops it (the run is ending); nothing is left pending.
+        let _ = ctx.catch();
+    }
 }
 
 /// What the tracker calls, the run's stack floor it calls it under, and the reports that
@@ -156,7 +160,12 @@ pub(super) fn report_deferred_rejections(ctx: &Ctx<'_>) {
             }
             (tracker.track.clone(), deferred.remove(0))
         };
-        let _ = track.call::<_, ()>((next.promise, next.reason, next.handled));
+        if track
+            .call::<_, ()>((next.promise, next.reason, next.handled))
+            .is_err()
+        {
+            let _ = ctx.catch();
+        }
     }
 }
 

@@ -132,10 +132,12 @@ impl<'js> Host<'js> {
                 json_to_js(&ctx, &b.prims, serde_json::Value::Array(found))
             },
         )?;
-        let describe_state = state.clone();
+        let (describe_state, describe_floor) = (state.clone(), floor.clone());
         let describe_tools = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, names: Vec<rquickjs::String<'js>>| -> rquickjs::Result<String> {
+                // Rendering declarations recurses in Rust: not from the bottom of a recursion.
+                describe_floor.enter(&ctx)?;
                 let names = names
                     .iter()
                     .map(|n| unicode(&ctx, n, "a tool name"))

@@ -172,6 +172,32 @@ async fn a_call_that_needs_approval_pauses_the_run_and_an_approval_runs_it_once(
     assert_eq!(p.counts(), (2, 1));
 }
 
+/// A rejection the program has not handled when it pauses is reported once, when the run
+/// ends, and not at all when the program handles it after the resume (found by a hostile
+/// review: the pause reported it, and the resumed run reported it again).
+#[tokio::test]
+async fn a_rejection_is_reported_when_the_run_ends_not_when_it_pauses() {
+    let p = Pausing::new();
+    for (handled, logs) in [
+        (
+            "",
+            json!([{"level": "error", "text": "Unhandled promise rejection: 'left'"}]),
+        ),
+        ("await left.catch(() => {});", json!([])),
+    ] {
+        let v = p
+            .run(&format!(
+                "const left = Promise.reject('left');\nawait tools.write({{text: 'x'}});\n{handled}\nreturn 1"
+            ))
+            .await;
+        assert_eq!(v["status"], "paused", "{v:#}");
+        assert!(v.get("logs").is_none_or(|l| l == &json!([])), "{v:#}");
+        let done = p.approve(&v, 1).await.unwrap();
+        assert_eq!(done["result"], 1, "{done:#}");
+        assert_eq!(done["logs"], logs, "{done:#}");
+    }
+}
+
 #[tokio::test]
 async fn a_denied_call_rejects_with_a_tool_call_error_the_program_can_handle() {
     let p = Pausing::new();
