@@ -7,6 +7,7 @@
 //! on a tool: the event loop bounds those waits) and the promise rejection tracker.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, JsLifetime, Value};
@@ -95,7 +96,7 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
         // keep their order.
         let mut deferred = tracker.deferred.borrow_mut();
         if !deferred.is_empty() || !tracker.floor.room_to_enter(&ctx) {
-            deferred.push(Report {
+            deferred.push_back(Report {
                 promise,
                 reason,
                 handled,
@@ -116,7 +117,7 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
 struct Tracker<'js> {
     track: Function<'js>,
     floor: StackFloor,
-    deferred: RefCell<Vec<Report<'js>>>,
+    deferred: RefCell<VecDeque<Report<'js>>>,
 }
 
 /// One report for the tracker: `track(promise, reason, handled)`.
@@ -154,11 +155,10 @@ pub(super) fn report_deferred_rejections(ctx: &Ctx<'_>) {
             let Some(tracker) = ctx.userdata::<Tracker<'_>>() else {
                 return;
             };
-            let mut deferred = tracker.deferred.borrow_mut();
-            if deferred.is_empty() {
+            let Some(next) = tracker.deferred.borrow_mut().pop_front() else {
                 return;
-            }
-            (tracker.track.clone(), deferred.remove(0))
+            };
+            (tracker.track.clone(), next)
         };
         if track
             .call::<_, ()>((next.promise, next.reason, next.handled))
