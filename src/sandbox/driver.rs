@@ -475,7 +475,6 @@ async fn park<'js>(
         state,
         inflight: InFlight::new(woken),
         calls_signal,
-        floor,
     };
     let result = driver.drive(ctx, &js).await;
     driver.finish().await;
@@ -523,9 +522,6 @@ struct Driver<'a> {
     inflight: InFlight,
     /// Parent of every nested call's signal: cancelled when the program ends.
     calls_signal: CancellationToken,
-    /// Where the engine stops a recursion: rebased before each call from here into
-    /// JavaScript (see `stack.rs`).
-    floor: StackFloor,
 }
 
 /// The prelude once it has run, as the loop uses it.
@@ -559,7 +555,7 @@ impl Driver<'_> {
         let _tracking = engine::track_rejections(
             ctx,
             js.internals.track_rejection.clone(),
-            self.floor.clone(),
+            js.prims.floor.clone(),
         )
         .map_err(engine_error)?;
         let (main, implicit, exported) = self.evaluate(ctx, js)?;
@@ -569,14 +565,14 @@ impl Driver<'_> {
             main.call(())
         };
         // The program's first steps may have entered host functions deep down.
-        self.floor.rebase(ctx);
+        js.prims.floor.rebase(ctx);
         let promise = match started {
             Ok(p) => p,
             Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, js)),
             Err(e) => return Err(engine_error(e)),
         };
         let result = self.event_loop(ctx, js, &promise, &implicit).await;
-        self.floor.rebase(ctx);
+        js.prims.floor.rebase(ctx);
         engine::report_deferred_rejections(ctx);
         // A paused run reports nothing yet: its program goes on after the resume, which
         // replays it, and may still handle the rejection (found by a hostile review: each
@@ -637,9 +633,9 @@ impl Driver<'_> {
             // Run every queued microtask (the interrupt handler bounds CPU loops here),
             // from this frame's floor (the future may have moved thread since the last
             // turn), then rebase (a job may have entered a host function deep down).
-            self.floor.rebase(ctx);
+            js.prims.floor.rebase(ctx);
             while self.flags.reason().is_none() && ctx.execute_pending_job() {}
-            self.floor.rebase(ctx);
+            js.prims.floor.rebase(ctx);
             engine::report_deferred_rejections(ctx);
             if let Some(e) = self.stopped() {
                 return Err(e);
@@ -742,7 +738,7 @@ impl Driver<'_> {
         turn: Option<&mut Vec<CallId>>,
     ) -> Result<(), ProgramError> {
         // The delivery before this one may have run a `then` getter that called a tool.
-        self.floor.rebase(ctx);
+        js.prims.floor.rebase(ctx);
         let (max_output, journaled) = {
             let mut st = lock(self.state);
             if turn.is_some() {
@@ -839,7 +835,7 @@ impl Driver<'_> {
                     ctx,
                     self.state,
                     self.flags,
-                    &self.floor,
+                    &js.prims.floor,
                     &js.internals.fire_timer,
                     ids,
                 );
@@ -928,7 +924,7 @@ impl Driver<'_> {
             ctx,
             self.state,
             self.flags,
-            &self.floor,
+            &js.prims.floor,
             &js.internals.fire_timer,
         )
         .map_err(|e| self.timer_error(ctx, js, e))
@@ -940,7 +936,7 @@ impl Driver<'_> {
             return err;
         }
         // The callback may have entered a host function deep down.
-        self.floor.rebase(ctx);
+        js.prims.floor.rebase(ctx);
         let mut error = if matches!(e, rquickjs::Error::Exception) {
             self.program_error(&ctx.catch(), js)
         } else {
@@ -1022,7 +1018,7 @@ impl Driver<'_> {
             Ok(v) => Ok(v),
             Err(ConvertError::Invalid(message)) if implicit => {
                 // The conversion may have run a `toJSON` that called a tool deep down.
-                self.floor.rebase(ctx);
+                js.prims.floor.rebase(ctx);
                 let shown = js.internals.inspect.call::<_, String>((value,));
                 if let Some(stopped) = self.stopped() {
                     return Err(stopped);
@@ -1071,7 +1067,7 @@ impl Driver<'_> {
     fn program_error<'js>(&self, thrown: &Value<'js>, js: &Js<'js>) -> ProgramError {
         // Showing the value runs its getters, which may call tools: each call into
         // JavaScript here starts from this frame's floor.
-        self.floor.rebase(thrown.ctx());
+        js.prims.floor.rebase(thrown.ctx());
         let shown = js
             .internals
             .inspect
@@ -1083,7 +1079,7 @@ impl Driver<'_> {
         // call's own `await` (also when the error is caught and thrown again later).
         if error.line.is_none()
             && error.kind == ProgramErrorKind::ToolCall
-            && self.floor.room(thrown.ctx())
+            && js.prims.floor.room(thrown.ctx())
             && let Ok(n) = js.internals.site_of.call::<_, usize>((thrown.clone(),))
             && let Some(site) = n.checked_sub(1).and_then(|i| self.program.awaits.get(i))
         {
