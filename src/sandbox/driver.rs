@@ -188,9 +188,8 @@ const BUILD_BOUND: Duration = Duration::from_secs(10);
 /// it has run up to the point where it waits for the program (see `pool.rs`).
 pub(super) struct Parked {
     pub(super) key: EngineKey,
-    /// A handle on the engine's runtime, to set its stack limit; it goes to the reaper with
-    /// the engine (the last handle dropped frees the runtime, which is not for the run's
-    /// thread to do).
+    /// A handle on the engine's runtime; it goes to the reaper with the engine (the last
+    /// handle dropped frees the runtime, which is not for the run's thread to do).
     runtime: Option<AsyncRuntime>,
     flags: Arc<RunFlags>,
     state: Shared,
@@ -266,7 +265,8 @@ impl Parked {
     }
 
     /// Runs `program` on this engine: arms its flags with the run's deadline and signal,
-    /// sets the stack limit for this thread, installs the run's state, and drives the run.
+    /// installs the run's state, and drives the run (which sets its stack floor on this
+    /// thread from `stack` bytes of engine stack).
     async fn adopt(
         mut self,
         mut request: RunRequest,
