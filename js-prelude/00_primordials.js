@@ -79,17 +79,24 @@ const regExpGetter = (name) => {
   return d !== undefined && typeof d.get === "function" ? uncurryThis(d.get) : undefined;
 };
 const regExpSource = regExpGetter("source");
-// In the order of ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4).
-const regExpFlags = [
-  ["hasIndices", "d"], ["global", "g"], ["ignoreCase", "i"], ["multiline", "m"],
-  ["dotAll", "s"], ["unicode", "u"], ["unicodeSets", "v"], ["sticky", "y"],
-].map(([name, letter]) => [regExpGetter(name), letter]).filter(([get]) => get !== undefined);
+// In the order of ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4): each getter, then
+// its letter.
+const regExpFlags = [];
+const flagNames = ["hasIndices", "d", "global", "g", "ignoreCase", "i", "multiline", "m",
+  "dotAll", "s", "unicode", "u", "unicodeSets", "v", "sticky", "y"];
+for (let i = 0; i < flagNames.length; i += 2) {
+  const get = regExpGetter(flagNames[i]);
+  if (get !== undefined) {
+    regExpFlags[regExpFlags.length] = get;
+    regExpFlags[regExpFlags.length] = flagNames[i + 1];
+  }
+}
 const regExpFlagCount = regExpFlags.length;
 // `/source/flags` of a regular expression; throws a TypeError for an object that is not one.
 P.RegExpText = (re) => {
   let flags = "";
-  for (let i = 0; i < regExpFlagCount; i++) {
-    if (regExpFlags[i][0](re)) flags += regExpFlags[i][1];
+  for (let i = 0; i < regExpFlagCount; i += 2) {
+    if (regExpFlags[i](re)) flags += regExpFlags[i + 1];
   }
   return "/" + regExpSource(re) + "/" + flags;
 };
