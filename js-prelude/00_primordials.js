@@ -20,7 +20,6 @@ P.ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 P.ObjectGetPrototypeOf = Object.getPrototypeOf;
 P.ObjectSetPrototypeOf = Object.setPrototypeOf;
 P.ObjectIs = Object.is;
-P.ObjectPrototypeToString = uncurryThis(Object.prototype.toString);
 P.ObjectPrototypeHasOwnProperty = uncurryThis(Object.prototype.hasOwnProperty);
 P.ReflectApply = Reflect.apply;
 P.ReflectConstruct = Reflect.construct;
@@ -113,7 +112,6 @@ P.Error = Error;
 P.TypeError = TypeError;
 P.RangeError = RangeError;
 P.TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
-P.ErrorPrototypeToString = uncurryThis(Error.prototype.toString);
 // The engine's `stack` is an accessor on Error.prototype (native: it runs no program code).
 const stackAccessor = Object.getOwnPropertyDescriptor(Error.prototype, "stack");
 P.ErrorStackGetter = stackAccessor !== undefined ? stackAccessor.get : undefined;
@@ -134,6 +132,8 @@ P.WeakMap = WeakMap;
 P.WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
 P.WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
 P.WeakSet = WeakSet;
+// Called with ReflectApply (only by inspect, as a check that a value is a WeakSet).
+P.WeakSetPrototypeHas = WeakSet.prototype.has;
 P.WeakRef = WeakRef;
 P.ArrayBuffer = ArrayBuffer;
 P.ArrayBufferIsView = ArrayBuffer.isView;

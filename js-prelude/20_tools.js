@@ -111,7 +111,7 @@ ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
     try {
       if (typeof query !== "string") throw new P.Error("expected the query as a string of words");
-      if (query.length > MAX_QUERY) throw new P.Error(`a query's length is at most ${MAX_QUERY}`);
+      if (query.length > MAX_QUERY) throw new P.Error("a query's length is at most " + MAX_QUERY);
       let most = 0;
       if (limit !== undefined) {
         if (typeof limit !== "number" || !(limit >= 1)) {
@@ -135,13 +135,13 @@ ObjectDefineProperty(tools, "$describe", {
           throw new P.Error("expected a tool name (a string) or an array of tool names");
         }
         if (name.length > MAX_NAME) {
-          throw new P.Error(`no tool has a name of length ${name.length}: tool names have at most 128 characters`);
+          throw new P.Error("no tool has a name of length " + name.length + ": tool names have at most 128 characters");
         }
         ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
       };
       if (P.ArrayIsArray(names)) {
         const n = names.length;
-        if (!(n <= MAX_NAMES)) throw new P.Error(`describe at most ${MAX_NAMES} tools at once`);
+        if (!(n <= MAX_NAMES)) throw new P.Error("describe at most " + MAX_NAMES + " tools at once");
         for (let i = 0; i < n; i++) add(i, names[i]);
       } else {
         add(0, names);

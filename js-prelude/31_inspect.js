@@ -3,27 +3,32 @@
 // call (or the first value the host must show), not with every run: most of its cost is
 // compiling, and programs that never log never pay it.
 //
-// Loaded as the body of `function (P) { … }`, P being the primordials; returns
+// Loaded as the body of `function (P, engine) { … }`, P being the primordials and `engine`
+// the checks only the engine can make without running program code (`proxyTarget`,
+// `isError`, `isPromise`: see `load_inspect` in src/sandbox/prelude.rs); returns
 // `{ formatArgs, inspect }`.
 //
 // It runs no program code the program did not ask for (issue 15, item 7): built-ins come
 // from the primordials, its own lists have no prototype (an indexed setter on
 // `Array.prototype` or `Object.prototype` never sees them), and it reads properties through
 // their descriptors, own members only (a getter on `Object.prototype` named `get` or
-// `value` never runs).
+// `value` never runs). What a value is comes from the engine's internal slots (a built-in
+// method that throws for anything else, or `engine`), never from `instanceof`,
+// `Symbol.toStringTag` or a proxy's traps: a proxy is shown as its target, as Node shows it.
+// No template literal either: QuickJS builds one with `String.prototype.concat`, which a
+// program can replace.
 "use strict";
 
 const {
   ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols, ObjectGetOwnPropertyDescriptor,
-  ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectPrototypeToString, ObjectCreate, ReflectApply,
+  ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectCreate, ReflectApply,
   ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, 
   StringPrototypeSlice, StringPrototypeRepeat, StringPrototypeIncludes, SymbolPrototypeToString,
-  FunctionPrototypeToString, ErrorPrototypeToString, RegExpText,
+  FunctionPrototypeToString, RegExpText,
   DatePrototypeGetTime, DatePrototypeToISOString, MapPrototypeForEach, MapPrototypeGetSize,
   SetPrototypeForEach, SetPrototypeGetSize, ArrayBufferIsView, ArrayBufferPrototypeGetByteLength,
   TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, NumberPrototypeToString,
-  BigIntPrototypeToString, Map, Set, Date, RegExp, Error, ArrayBuffer, Promise,
-  WeakMap, WeakSet, MathMin, Number,
+  BigIntPrototypeToString, RegExp, MathMin, Number,
 } = P;
 const StringPrototypePadStart = P.StringPrototypePadStart;
 
@@ -102,19 +107,100 @@ function accessorLabel(desc) {
   return get && set ? "[Getter/Setter]" : get ? "[Getter]" : "[Setter]";
 }
 
-function isInstance(value, ctor) {
+// Whether `method` accepts `value` as its receiver: the built-in checks the internal slot
+// it needs and throws a TypeError otherwise, running no program code.
+function accepts(method, value, arg) {
   try {
-    return value instanceof ctor;
+    method(value, arg);
+    return true;
   } catch {
     return false;
   }
+}
+
+const isDate = (value) => accepts(DatePrototypeGetTime, value);
+const isMap = (value) => accepts(MapPrototypeGetSize, value);
+const isSet = (value) => accepts(SetPrototypeGetSize, value);
+const isWeakMap = (value) => accepts(P.WeakMapPrototypeGet, value, undefined);
+const isWeakSet = (value) => {
+  try {
+    ReflectApply(P.WeakSetPrototypeHas, value, [undefined]);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const isArrayBuffer = (value) => accepts(ArrayBufferPrototypeGetByteLength, value);
+const isStringObject = (value) => accepts(P.StringPrototypeValueOf, value);
+const isNumberObject = (value) => accepts(P.NumberPrototypeValueOf, value);
+const isBooleanObject = (value) => accepts(P.BooleanPrototypeValueOf, value);
+const isProxy = (value) => engine.proxyTarget(value) !== undefined;
+const RegExpPrototype = RegExp.prototype;
+const RangeErrorPrototype = P.RangeError.prototype;
+
+// Whether `key` is an array index (a canonical integer below 2^32 - 1).
+function isIndex(key) {
+  return typeof key === "string" && key !== "4294967295" && String(Number(key) >>> 0) === key;
+}
+
+// What a read of `object[key]` would find, when no program code runs to find it: a data
+// property on the prototype chain (undefined when there is none). An accessor, or a proxy
+// on the way, gives `fallback`.
+function dataLookup(object, key, fallback) {
+  let obj = object;
+  for (let depth = 0; obj !== null && depth < 1000; depth++) {
+    if (isProxy(obj)) return fallback;
+    let desc;
+    try { desc = ObjectGetOwnPropertyDescriptor(obj, key); } catch { return fallback; }
+    if (desc !== undefined) {
+      return ObjectPrototypeHasOwnProperty(desc, "value") ? desc.value : fallback;
+    }
+    try { obj = ObjectGetPrototypeOf(obj); } catch { return fallback; }
+  }
+  return undefined;
+}
+
+// Whether `proto` is on `value`'s prototype chain, found without running program code (a
+// proxy on the way ends the search).
+function inherits(value, proto) {
+  let obj = value;
+  for (let depth = 0; depth < 1000; depth++) {
+    if (isProxy(obj)) return false;
+    try { obj = ObjectGetPrototypeOf(obj); } catch { return false; }
+    if (obj === null) return false;
+    if (obj === proto) return true;
+  }
+  return false;
+}
+
+// `/source/flags` of a regular expression, with line terminators escaped (as V8 shows
+// them), so that it stays on one line; undefined for anything that is not one.
+function regExpLabel(value) {
+  if (value === RegExpPrototype) return undefined;
+  let text;
+  try { text = RegExpText(value); } catch { return undefined; }
+  let out = "";
+  let from = 0;
+  let escaped = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const e = c === "\n" ? "n" : c === "\r" ? "r" : c === "\u2028" ? "u2028" : c === "\u2029" ? "u2029" : undefined;
+    if (e !== undefined) {
+      out += StringPrototypeSlice(text, from, i) + (escaped ? e : "\\" + e);
+      from = i + 1;
+      escaped = false;
+    } else {
+      escaped = c === "\\" && !escaped;
+    }
+  }
+  return from === 0 ? text : out + StringPrototypeSlice(text, from);
 }
 
 function quote(s) {
   let text = s;
   let extra = "";
   if (text.length > MAX_STRING) {
-    extra = `... ${text.length - MAX_STRING} more characters`;
+    extra = "... " + (text.length - MAX_STRING) + " more characters";
     text = StringPrototypeSlice(text, 0, MAX_STRING);
   }
   let q = "'";
@@ -135,12 +221,12 @@ function functionLabel(fn) {
   let name = ownValue(fn, "name");
   if (typeof name !== "string") name = "";
   const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
-  if (starts("class")) return `[class ${name || "(anonymous)"}]`;
+  if (starts("class")) return "[class " + (name || "(anonymous)") + "]";
   let kind = "Function";
   if (starts("async function*") || starts("async *")) kind = "AsyncGeneratorFunction";
   else if (starts("async")) kind = "AsyncFunction";
   else if (starts("function*")) kind = "GeneratorFunction";
-  return name ? `[${kind}: ${name}]` : `[${kind} (anonymous)]`;
+  return name ? "[" + kind + ": " + name + "]" : "[" + kind + " (anonymous)]";
 }
 
 // `err.stack` as a read would find it, without running program code: a data property on
@@ -148,6 +234,7 @@ function functionLabel(fn) {
 function errorStack(err) {
   let obj = err;
   for (let depth = 0; obj !== null && depth < 1000; depth++) {
+    if (isProxy(obj)) return undefined;
     let desc;
     try { desc = ObjectGetOwnPropertyDescriptor(obj, "stack"); } catch { return undefined; }
     if (desc !== undefined) {
@@ -161,17 +248,29 @@ function errorStack(err) {
   return undefined;
 }
 
+// What `Error.prototype.toString` would give (ECMAScript §20.5.3.4), from data properties
+// only: a getter for `name` or `message` is not run (its default is used instead).
+function errorHead(err) {
+  const text = (v, absent) => {
+    if (v === undefined) return absent;
+    const t = typeof v;
+    if (t === "string") return v;
+    if (t === "number" || t === "boolean" || t === "bigint") return String(v);
+    return absent;
+  };
+  const name = text(dataLookup(err, "name", undefined), "Error");
+  const message = text(dataLookup(err, "message", undefined), "");
+  if (name === "") return message;
+  if (message === "") return name;
+  return name + ": " + message;
+}
+
 function formatError(err) {
-  let head;
-  try {
-    head = ErrorPrototypeToString(err);
-  } catch {
-    head = "Error";
-  }
+  const head = errorHead(err);
   let stack = "";
   const s = errorStack(err);
   if (typeof s === "string" && s.length > 0) stack = s;
-  if (stack === "") return `[${head}]`;
+  if (stack === "") return "[" + head + "]";
   const last = stack.length - 1;
   return head + "\n" + (stack[last] === "\n" ? StringPrototypeSlice(stack, 0, last) : stack);
 }
@@ -180,16 +279,17 @@ function constructorName(value) {
   let proto;
   try { proto = ObjectGetPrototypeOf(value); } catch { return ""; }
   if (proto === null) return null;
+  if (isProxy(proto)) return "";
   try {
     const ctor = ownValue(proto, "constructor");
-    const name = typeof ctor === "function" ? ownValue(ctor, "name") : undefined;
+    const name = typeof ctor === "function" && !isProxy(ctor) ? ownValue(ctor, "name") : undefined;
     if (typeof name === "string") return name;
   } catch { /* proxy trap threw */ }
   return "";
 }
 
 function join(prefix, items, open, close) {
-  if (items.length === 0) return `${prefix}${open}${close}`;
+  if (items.length === 0) return prefix + open + close;
   let total = prefix.length + open.length + close.length;
   let multiline = false;
   for (let i = 0; i < items.length; i++) {
@@ -197,7 +297,7 @@ function join(prefix, items, open, close) {
     if (StringPrototypeIncludes(items[i], "\n")) multiline = true;
   }
   if (!multiline && total <= LINE_WIDTH) {
-    return `${prefix}${open} ${ArrayPrototypeJoin(items, ", ")} ${close}`;
+    return prefix + open + " " + ArrayPrototypeJoin(items, ", ") + " " + close;
   }
   // Relative to where the block starts: a block nested in another is indented once more
   // by the outer one (its lines after the first, here).
@@ -206,7 +306,7 @@ function join(prefix, items, open, close) {
   for (let i = 0; i < items.length; i++) {
     ArrayPrototypePush(lines, pad + indentLines(items[i], pad));
   }
-  return `${prefix}${open}\n${ArrayPrototypeJoin(lines, ",\n")}\n${close}`;
+  return prefix + open + "\n" + ArrayPrototypeJoin(lines, ",\n") + "\n" + close;
 }
 
 function formatProperties(value, keys, depth, seen, out) {
@@ -221,7 +321,7 @@ function formatProperties(value, keys, depth, seen, out) {
     } else {
       shown = formatValue(desc.value, depth + 1, seen);
     }
-    ArrayPrototypePush(out, `${formatKey(key)}: ${shown}`);
+    ArrayPrototypePush(out, formatKey(key) + ": " + shown);
   }
 }
 
@@ -238,22 +338,19 @@ function formatObject(value, depth, seen) {
   if (typeof value === "function") {
     return functionLabel(value);
   }
-  if (isInstance(value, Error) || ObjectPrototypeToString(value) === "[object Error]") {
+  if (engine.isError(value)) {
     return formatError(value);
   }
-  if (isInstance(value, Date)) {
+  if (isDate(value)) {
     const t = DatePrototypeGetTime(value);
     return t === t ? DatePrototypeToISOString(value) : "Invalid Date";
   }
-  if (isInstance(value, RegExp)) {
-    // An object that only inherits from RegExp.prototype has no source: shown as objects are.
-    try {
-      return RegExpText(value);
-    } catch {}
-  }
-  if (isInstance(value, Promise)) return "Promise { <unknown> }";
-  if (isInstance(value, WeakMap)) return "WeakMap { <items unknown> }";
-  if (isInstance(value, WeakSet)) return "WeakSet { <items unknown> }";
+  // An object that only inherits from RegExp.prototype has no source: shown as objects are.
+  const regExp = regExpLabel(value);
+  if (regExp !== undefined) return regExp;
+  if (engine.isPromise(value)) return "Promise { <unknown> }";
+  if (isWeakMap(value)) return "WeakMap { <items unknown> }";
+  if (isWeakSet(value)) return "WeakSet { <items unknown> }";
 
   for (let i = 0; i < seen.length; i++) {
     if (seen[i] === value) return "[Circular *1]";
@@ -262,7 +359,7 @@ function formatObject(value, depth, seen) {
   const ctor = constructorName(value);
   if (depth > MAX_DEPTH) {
     if (isArray) return "[Array]";
-    return ctor === null ? "[Object: null prototype]" : `[${ctor || "Object"}]`;
+    return ctor === null ? "[Object: null prototype]" : "[" + (ctor || "Object") + "]";
   }
   ArrayPrototypePush(seen, value);
   try {
@@ -278,45 +375,45 @@ function formatObject(value, depth, seen) {
           continue;
         }
         if (holes > 0) {
-          ArrayPrototypePush(items, `<${holes} empty item${holes > 1 ? "s" : ""}>`);
+          ArrayPrototypePush(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
           holes = 0;
         }
         ArrayPrototypePush(items, ObjectPrototypeHasOwnProperty(desc, "value")
           ? formatValue(desc.value, depth + 1, seen)
           : accessorLabel(desc));
       }
-      if (holes > 0) ArrayPrototypePush(items, `<${holes} empty item${holes > 1 ? "s" : ""}>`);
-      if (length > shown) ArrayPrototypePush(items, `... ${length - shown} more item${length - shown > 1 ? "s" : ""}`);
+      if (holes > 0) ArrayPrototypePush(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
+      if (length > shown) ArrayPrototypePush(items, "... " + (length - shown) + " more item" + (length - shown > 1 ? "s" : ""));
       const keys = ownKeys(value);
       const extra = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
-        if (typeof k === "string" && (k === "length" || String(Number(k) >>> 0) === k)) continue;
+        if (k === "length" || isIndex(k)) continue;
         ArrayPrototypePush(extra, k);
       }
       formatProperties(value, extra, depth, seen, items);
-      const prefix = ctor && ctor !== "Array" ? `${ctor}(${length}) ` : "";
+      const prefix = ctor && ctor !== "Array" ? ctor + "(" + length + ") " : "";
       return join(prefix, items, "[", "]");
     }
-    if (isInstance(value, Map)) {
+    if (isMap(value)) {
       const size = MapPrototypeGetSize(value);
       let count = 0;
       MapPrototypeForEach(value, (v, k) => {
         if (count++ < MAX_ARRAY_ITEMS) {
-          ArrayPrototypePush(items, `${formatValue(k, depth + 1, seen)} => ${formatValue(v, depth + 1, seen)}`);
+          ArrayPrototypePush(items, formatValue(k, depth + 1, seen) + " => " + formatValue(v, depth + 1, seen));
         }
       });
-      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, `... ${size - MAX_ARRAY_ITEMS} more items`);
-      return join(`Map(${size}) `, items, "{", "}");
+      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
+      return join("Map(" + size + ") ", items, "{", "}");
     }
-    if (isInstance(value, Set)) {
+    if (isSet(value)) {
       const size = SetPrototypeGetSize(value);
       let count = 0;
       SetPrototypeForEach(value, (v) => {
         if (count++ < MAX_ARRAY_ITEMS) ArrayPrototypePush(items, formatValue(v, depth + 1, seen));
       });
-      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, `... ${size - MAX_ARRAY_ITEMS} more items`);
-      return join(`Set(${size}) `, items, "{", "}");
+      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
+      return join("Set(" + size + ") ", items, "{", "}");
     }
     if (ArrayBufferIsView(value)) {
       let tag = "DataView";
@@ -327,37 +424,38 @@ function formatObject(value, depth, seen) {
       } catch { /* DataView */ }
       const shown = MathMin(length, MAX_ARRAY_ITEMS);
       for (let i = 0; i < shown; i++) ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen));
-      if (length > shown) ArrayPrototypePush(items, `... ${length - shown} more items`);
-      return join(`${tag}(${length}) `, items, "[", "]");
+      if (length > shown) ArrayPrototypePush(items, "... " + (length - shown) + " more items");
+      return join(tag + "(" + length + ") ", items, "[", "]");
     }
-    if (isInstance(value, ArrayBuffer)) {
-      return `ArrayBuffer { byteLength: ${ArrayBufferPrototypeGetByteLength(value)} }`;
+    if (isArrayBuffer(value)) {
+      return "ArrayBuffer { byteLength: " + ArrayBufferPrototypeGetByteLength(value) + " }";
     }
-    const tag = ObjectPrototypeToString(value);
+    const boxed = isStringObject(value) ? "String" : isNumberObject(value) ? "Number"
+      : isBooleanObject(value) ? "Boolean" : "";
     let prefix = "";
-    if (tag === "[object String]" || tag === "[object Number]" || tag === "[object Boolean]") {
+    if (boxed !== "") {
       let inner = "";
-      const valueOf = tag === "[object String]" ? P.StringPrototypeValueOf
-        : tag === "[object Number]" ? P.NumberPrototypeValueOf : P.BooleanPrototypeValueOf;
+      const valueOf = boxed === "String" ? P.StringPrototypeValueOf
+        : boxed === "Number" ? P.NumberPrototypeValueOf : P.BooleanPrototypeValueOf;
       try { inner = formatValue(valueOf(value), depth + 1, seen); } catch { inner = "?"; }
-      prefix = `[${StringPrototypeSlice(tag, 8, -1)}: ${inner}] `;
+      prefix = "[" + boxed + ": " + inner + "] ";
     } else if (ctor === null) {
       prefix = "[Object: null prototype] ";
     } else if (ctor !== "" && ctor !== "Object") {
-      prefix = `${ctor} `;
+      prefix = ctor + " ";
     }
     let keys = ownKeys(value);
-    if (tag === "[object String]") {
+    if (boxed === "String") {
       // A String object's characters are its own index properties: shown in the prefix.
       const named = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
-        if (typeof k !== "string" || String(Number(k) >>> 0) !== k) ArrayPrototypePush(named, k);
+        if (!isIndex(k)) ArrayPrototypePush(named, k);
       }
       keys = named;
     }
     formatProperties(value, keys, depth, seen, items);
-    if (prefix !== "" && items.length === 0 && tag !== "[object Object]") return StringPrototypeSlice(prefix, 0, -1);
+    if (boxed !== "" && items.length === 0) return StringPrototypeSlice(prefix, 0, -1);
     return join(prefix, items, "{", "}");
   } finally {
     seen.length -= 1;
@@ -372,14 +470,24 @@ function formatValue(value, depth, seen) {
     case "boolean": return value ? "true" : "false";
     case "undefined": return "undefined";
     case "symbol": return SymbolPrototypeToString(value);
-    default:
+    default: {
       if (value === null) return "null";
+      // A proxy is shown as its target (its traps are the program's code).
+      let target = value;
+      for (let i = 0; i < 1000; i++) {
+        const inner = engine.proxyTarget(target);
+        if (inner === undefined) break;
+        if (inner === null) return "<Revoked Proxy>";
+        target = inner;
+      }
       try {
-        return formatObject(value, depth, seen);
+        return formatObject(target, depth, seen);
       } catch (e) {
-        if (isInstance(e, P.RangeError)) throw e;
+        // Running out of stack ends the print, as it would end any other work.
+        if (engine.isError(e) && inherits(e, RangeErrorPrototype)) throw e;
         return "[object (could not be inspected)]";
       }
+    }
   }
 }
 
@@ -389,8 +497,10 @@ function inspect(value) {
 
 // JSON text of `value` for `%j`, as JSON.stringify writes it (ECMAScript §25.5.2), by hand:
 // the engine's JSON.stringify keeps its work in ordinary arrays, where a setter on
-// Array.prototype sees it. `undefined` for a value JSON leaves out; throws on a cycle or a
-// BigInt, as JSON.stringify does.
+// Array.prototype sees it. `undefined` for a value JSON leaves out; throws `CIRCULAR` on a
+// cycle, and a TypeError on a BigInt, as JSON.stringify does.
+const CIRCULAR = ObjectCreate(null);
+
 function jsonText(value, stack) {
   if (value !== null && typeof value === "object") {
     const toJSON = value.toJSON;
@@ -405,12 +515,11 @@ function jsonText(value, stack) {
     default: return undefined;
   }
   if (value === null) return "null";
-  const tag = ObjectPrototypeToString(value);
-  if (tag === "[object String]") return jsonString(P.StringPrototypeValueOf(value));
-  if (tag === "[object Number]") return jsonText(P.NumberPrototypeValueOf(value), stack);
-  if (tag === "[object Boolean]") return P.BooleanPrototypeValueOf(value) ? "true" : "false";
+  if (isStringObject(value)) return jsonString(P.StringPrototypeValueOf(value));
+  if (isNumberObject(value)) return jsonText(P.NumberPrototypeValueOf(value), stack);
+  if (isBooleanObject(value)) return P.BooleanPrototypeValueOf(value) ? "true" : "false";
   for (let i = 0; i < stack.length; i++) {
-    if (stack[i] === value) throw new P.TypeError("circular");
+    if (stack[i] === value) throw CIRCULAR;
   }
   ArrayPrototypePush(stack, value);
   const parts = list();
@@ -473,11 +582,22 @@ function substitute(spec, arg) {
     case "d":
     case "i": {
       if (typeof arg === "bigint") return BigIntPrototypeToString(arg) + "n";
+      if (typeof arg === "symbol") return "NaN";
       const n = Number(arg);
       return spec === "i" ? String(n < 0 ? -P.MathFloor(-n) : P.MathFloor(n)) : String(n);
     }
-    case "f": return String(Number(arg));
-    case "j": try { return jsonText(arg, list()); } catch { return "[Circular]"; }
+    case "f": return typeof arg === "symbol" ? "NaN" : String(Number(arg));
+    // As Node's `%j`: a cycle is shown as `[Circular]`; any other failure (a BigInt, a
+    // `toJSON` that throws) is thrown.
+    case "j": {
+      const parts = list();
+      try {
+        return jsonText(arg, parts);
+      } catch (e) {
+        if (e === CIRCULAR) return "[Circular]";
+        throw e;
+      }
+    }
     case "c": return "";
     default: return inspect(arg);
   }

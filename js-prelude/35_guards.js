@@ -87,7 +87,7 @@ function deleteCount(args, len, start) {
 
 function refuse(name, length) {
   return new RangeError(
-    `${name}() on a length of ${length} is refused: no array that long fits in the sandbox's memory`,
+    name + "() on a length of " + length + " is refused: no array that long fits in the sandbox's memory",
   );
 }
 
@@ -163,7 +163,7 @@ install(ArrayPrototype, "toSpliced", (self, args) => {
 install(ArrayPrototype, "sort", (self, args) => {
   const len = peekLength(self);
   if (len <= limit && args[0] === undefined && len > SORT_LIMIT) {
-    throw new RangeError(`sort() without a comparator on ${len} elements is refused: pass a comparator (at most ${SORT_LIMIT} elements sort without one)`);
+    throw new RangeError("sort() without a comparator on " + len + " elements is refused: pass a comparator (at most " + SORT_LIMIT + " elements sort without one)");
   }
   return len;
 });
@@ -175,7 +175,7 @@ install(TypedArrayPrototype, "sort", (self, args) => {
     return 0; // not a typed array: the built-in throws its TypeError
   }
   if (args[0] === undefined && len > SORT_LIMIT) {
-    throw new RangeError(`sort() without a comparator on ${len} elements is refused: pass a comparator (at most ${SORT_LIMIT} elements sort without one)`);
+    throw new RangeError("sort() without a comparator on " + len + " elements is refused: pass a comparator (at most " + SORT_LIMIT + " elements sort without one)");
   }
   return 0;
 });

@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use rquickjs::{Ctx, Function, Module, Object};
+use rquickjs::{Ctx, Function, Module, Object, Value};
 
 include!("prelude_source.rs");
 
@@ -62,15 +62,46 @@ fn run_module<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Fun
     module.get("default")
 }
 
-/// Loads the inspect module (31_inspect.js) with the primordials `P`; returns its
-/// `{ formatArgs, inspect }`.
+/// Loads the inspect module (31_inspect.js) with the primordials `P` and the engine's own
+/// checks, which JavaScript cannot make without running program code (a proxy's traps, a
+/// `Symbol.toStringTag` getter, `Symbol.hasInstance`): `{ proxyTarget(value), isError(value),
+/// isPromise(value) }`. `proxyTarget` gives a proxy's target (`null` once revoked) and
+/// `undefined` for anything else. Returns the module's `{ formatArgs, inspect }`.
 pub(crate) fn load_inspect<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
 ) -> rquickjs::Result<Object<'js>> {
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    run_module(ctx, compiled.inspect)?.call((primordials,))
+    let engine = Object::new(ctx.clone())?;
+    engine.set(
+        "proxyTarget",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, value: Value<'js>| -> Value<'js> {
+                let Some(proxy) = value.into_proxy() else {
+                    return Value::new_undefined(ctx);
+                };
+                match proxy.target() {
+                    Ok(target) => target.into_value(),
+                    Err(_) => {
+                        // Revoked: the engine's TypeError is dropped, not left pending.
+                        let _ = ctx.catch();
+                        Value::new_null(ctx)
+                    }
+                }
+            },
+        )?,
+    )?;
+    engine.set(
+        "isError",
+        Function::new(ctx.clone(), |value: Value<'js>| value.is_error())?,
+    )?;
+    engine.set(
+        "isPromise",
+        Function::new(ctx.clone(), |value: Value<'js>| value.is_promise())?,
+    )?;
+    run_module(ctx, compiled.inspect)?.call((primordials, engine))
 }
 
 /// Runs every prelude module with the host object; returns the internals object the

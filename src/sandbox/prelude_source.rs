@@ -30,7 +30,7 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
 ];
 
 /// Loaded on first use (see `load_inspect`): (name, source), the body of
-/// `function (P) { … }`.
+/// `function (P, engine) { … }`.
 pub(crate) const INSPECT: (&str, &str) = (
     "31_inspect.js",
     include_str!("../../js-prelude/31_inspect.js"),
@@ -74,7 +74,7 @@ fn compile_prelude() -> Result<(Vec<u8>, Vec<u8>), String> {
         let prelude = compile("prelude.js", prelude_module())?;
         let inspect = compile(
             INSPECT.0,
-            format!("export default function (P) {{{}\n}}", INSPECT.1),
+            format!("export default function (P, engine) {{{}\n}}", INSPECT.1),
         )?;
         Ok((prelude, inspect))
     })

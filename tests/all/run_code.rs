@@ -656,3 +656,74 @@ return seen.what;
     );
     assert!(texts[3].starts_with("RangeError: bad\n"), "{}", texts[3]);
 }
+
+/// What a value is comes from the engine, not from hooks a program can set: a replaced
+/// `String.prototype.concat` (which QuickJS calls for template literals), `Symbol.toStringTag`
+/// getters, `Symbol.hasInstance`, proxy traps and `name`/`message` getters of errors neither
+/// run nor change what is printed; a proxy is shown as its target.
+#[tokio::test]
+async fn console_reads_what_a_value_is_from_the_engine_not_from_the_programs_hooks() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+const seen = [];
+String.prototype.concat = function () { seen.push("concat"); return "SPOOFED" };
+Object.defineProperty(Object.prototype, Symbol.toStringTag, { get() { seen.push("tag"); throw 1 } });
+for (const C of [RegExp, Error, Date, Map, Set, Promise, WeakMap, WeakSet, ArrayBuffer, RangeError]) {
+  Object.defineProperty(C, Symbol.hasInstance, { value() { seen.push("instanceof"); return true } });
+}
+Object.defineProperty(Error.prototype, "name", { get() { seen.push("name"); return "Spoofed" } });
+const traps = new Proxy({}, { get(t, k) { seen.push("trap " + String(k)); return (...a) => Reflect[k](...a) } });
+const err = new Error("real"); Object.defineProperty(err, "stack", { value: "" });
+const revocable = Proxy.revocable({}, {}); revocable.revoke();
+console.log({ a: 1 }, [1, 2], new Map([[1, 2]]), new Set(["s"]), new Date(0), /a/g, new String("s"), err);
+console.log(new Proxy(/a+b/g, traps), new Proxy({ p: [1] }, traps), revocable.proxy, Object.create(new Proxy({}, traps)));
+console.log(new Proxy({}, { ownKeys() { throw new RangeError("x") } }));
+console.log(Object.create(Date.prototype), Object.setPrototypeOf(/n/g, null), Object.setPrototypeOf(new Date(0), RegExp.prototype));
+console.log(new RegExp("a\\\nb"), new RegExp("a\nb"), new RegExp("\u2028"));
+const holey = [1]; holey["4294967295"] = "x";
+console.log("%d %i %f", Symbol("s"), Symbol("t"), Symbol("u"), holey.length, holey["4294967295"]);
+const cycle = {}; cycle.self = cycle;
+console.log("%j", cycle);
+let big;
+try { console.log("%j", 10n) } catch (e) { big = e.name + ": " + e.message }
+return { seen: seen.join(), big };
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(
+        v["result"],
+        json!({"seen": "", "big": "TypeError: BigInt value can't be serialized in JSON"})
+    );
+    let texts: Vec<&str> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "{ a: 1 } [ 1, 2 ] Map(1) { 1 => 2 } Set(1) { 's' } 1970-01-01T00:00:00.000Z /a/g [String: 's'] [Error: real]",
+            "/a+b/g { p: [ 1 ] } <Revoked Proxy> {}",
+            "{}",
+            "Date {} /n/g 1970-01-01T00:00:00.000Z",
+            "/a\\nb/ /a\\nb/ /\\u2028/",
+            "NaN NaN NaN 1 x",
+            "[Circular]",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn console_shows_an_array_key_of_two_to_the_32_minus_one_as_a_named_property() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"const a = [1]; a["4294967295"] = "x"; a["7"] = 2; a.length = 8; console.log(a); return 1"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(
+        v["logs"][0]["text"],
+        "[ 1, <6 empty items>, 2, '4294967295': 'x' ]"
+    );
+}
