@@ -6,7 +6,7 @@ use codemode::run_code::{Limits, RunCodeConfig, SpillConfig, render_text};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::{Harness, test_tool};
+use crate::support::{Harness, log_texts, test_tool};
 
 /// The last line of a preview when spilling is off (a fixed text, so previews have exact
 /// expected values).
@@ -217,12 +217,7 @@ async fn a_log_flood_streams_to_the_spill_and_keeps_head_and_tail() {
     assert_eq!(v["result"], "done");
     let text = preview(&v);
     assert!(chars(&text) <= 20_000);
-    let logs: Vec<&str> = v["logs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["text"].as_str().unwrap())
-        .collect();
+    let logs = log_texts(&v);
     let marker = logs.iter().position(|l| l.starts_with("[… ")).unwrap();
     for (i, l) in logs[..marker].iter().enumerate() {
         assert_eq!(*l, format!("line {i}"));

@@ -8,7 +8,7 @@ use codemode::run_code::Limits;
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
 use serde_json::json;
 
-use crate::support::{Harness, echo_tool, fast_limits, test_tool};
+use crate::support::{Harness, echo_tool, fast_limits, log_texts, test_tool};
 
 #[tokio::test]
 async fn a_tool_call_returns_the_tools_value() {
@@ -640,12 +640,7 @@ return seen.what;
         .await;
     assert_eq!(v["status"], "ok", "{v:#}");
     assert_eq!(v["result"], "");
-    let texts: Vec<&str> = v["logs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["text"].as_str().unwrap())
-        .collect();
+    let texts = log_texts(&v);
     assert_eq!(
         texts[..3],
         [
@@ -695,12 +690,7 @@ return { seen: seen.join(), big };
         v["result"],
         json!({"seen": "", "big": "TypeError: BigInt value can't be serialized in JSON"})
     );
-    let texts: Vec<&str> = v["logs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["text"].as_str().unwrap())
-        .collect();
+    let texts = log_texts(&v);
     assert_eq!(
         texts,
         [

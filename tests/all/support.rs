@@ -86,6 +86,16 @@ impl Harness {
     }
 }
 
+/// The text of each console line of a `run_code` output, in order.
+pub fn log_texts(output: &Value) -> Vec<&str> {
+    output["logs"]
+        .as_array()
+        .expect("the output has logs")
+        .iter()
+        .map(|l| l["text"].as_str().expect("a log line has text"))
+        .collect()
+}
+
 /// Limits with a short timeout, for tests of failure paths.
 pub fn fast_limits() -> Limits {
     Limits::default().timeout(Duration::from_millis(2_000))
