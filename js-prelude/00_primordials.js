@@ -20,6 +20,7 @@ P.ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 P.ObjectGetPrototypeOf = Object.getPrototypeOf;
 P.ObjectSetPrototypeOf = Object.setPrototypeOf;
 P.ObjectIs = Object.is;
+P.ObjectPrototypeToString = uncurryThis(Object.prototype.toString);
 P.ObjectPrototypeHasOwnProperty = uncurryThis(Object.prototype.hasOwnProperty);
 P.ReflectApply = Reflect.apply;
 P.ReflectConstruct = Reflect.construct;

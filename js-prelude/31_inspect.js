@@ -5,16 +5,17 @@
 //
 // Loaded as the body of `function (P, engine) { … }`, P being the primordials and `engine`
 // the checks only the engine can make without running program code (`proxyTarget`,
-// `isError`, `isPromise`: see `load_inspect` in src/sandbox/prelude.rs); returns
+// `kindOf`: see `load_inspect` in src/sandbox/prelude.rs); returns
 // `{ formatArgs, inspect }`.
 //
 // It runs no program code the program did not ask for (issue 15, item 7): built-ins come
 // from the primordials, its own lists have no prototype (an indexed setter on
 // `Array.prototype` or `Object.prototype` never sees them), and it reads properties through
 // their descriptors, own members only (a getter on `Object.prototype` named `get` or
-// `value` never runs). What a value is comes from the engine's internal slots (a built-in
-// method that throws for anything else, or `engine`), never from `instanceof`,
-// `Symbol.toStringTag` or a proxy's traps: a proxy is shown as its target, as Node shows it.
+// `value` never runs). What a value is comes from the engine (`engine.kindOf`, the class of
+// the object), never from `instanceof`, `Symbol.toStringTag` or a proxy's traps, and never
+// from a built-in that throws for the wrong kind (a thrown error would call the program's
+// `Error.prepareStackTrace`): a proxy is shown as its target, as Node shows it.
 // No template literal either: QuickJS builds one with `String.prototype.concat`, which a
 // program can replace.
 "use strict";
@@ -107,35 +108,27 @@ function accessorLabel(desc) {
   return get && set ? "[Getter/Setter]" : get ? "[Getter]" : "[Setter]";
 }
 
-// Whether `method` accepts `value` as its receiver: the built-in checks the internal slot
-// it needs and throws a TypeError otherwise, running no program code.
-function accepts(method, value, arg) {
-  try {
-    method(value, arg);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const isDate = (value) => accepts(DatePrototypeGetTime, value);
-const isMap = (value) => accepts(MapPrototypeGetSize, value);
-const isSet = (value) => accepts(SetPrototypeGetSize, value);
-const isWeakMap = (value) => accepts(P.WeakMapPrototypeGet, value, undefined);
-const isWeakSet = (value) => {
-  try {
-    ReflectApply(P.WeakSetPrototypeHas, value, [undefined]);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const isArrayBuffer = (value) => accepts(ArrayBufferPrototypeGetByteLength, value);
-const isStringObject = (value) => accepts(P.StringPrototypeValueOf, value);
-const isNumberObject = (value) => accepts(P.NumberPrototypeValueOf, value);
-const isBooleanObject = (value) => accepts(P.BooleanPrototypeValueOf, value);
 const isProxy = (value) => engine.proxyTarget(value) !== undefined;
-const RegExpPrototype = RegExp.prototype;
+const kindOf = engine.kindOf;
+const TO_STRING_TAG = P.Symbol.toStringTag;
+
+// "String", "Number" or "Boolean" for such an object (`new String("s")`), else "": the
+// engine's own tag (`Object.prototype.toString`), read only when no `Symbol.toStringTag`
+// property is on the prototype chain (the tag would be read through it) and no proxy is.
+function boxedKind(value) {
+  let obj = value;
+  for (let depth = 0; obj !== null && depth < 1000; depth++) {
+    if (isProxy(obj)) return "";
+    let desc;
+    try { desc = ObjectGetOwnPropertyDescriptor(obj, TO_STRING_TAG); } catch { return ""; }
+    if (desc !== undefined) return "";
+    try { obj = ObjectGetPrototypeOf(obj); } catch { return ""; }
+  }
+  if (obj !== null) return "";
+  const tag = P.ObjectPrototypeToString(value);
+  return tag === "[object String]" ? "String" : tag === "[object Number]" ? "Number"
+    : tag === "[object Boolean]" ? "Boolean" : "";
+}
 const RangeErrorPrototype = P.RangeError.prototype;
 
 // Whether `key` is an array index (a canonical integer below 2^32 - 1).
@@ -176,7 +169,7 @@ function inherits(value, proto) {
 // `/source/flags` of a regular expression, with line terminators escaped (as V8 shows
 // them), so that it stays on one line; undefined for anything that is not one.
 function regExpLabel(value) {
-  if (value === RegExpPrototype) return undefined;
+  if (kindOf(value) !== "RegExp") return undefined;
   let text;
   try { text = RegExpText(value); } catch { return undefined; }
   let out = "";
@@ -221,11 +214,14 @@ function functionLabel(fn) {
   let name = ownValue(fn, "name");
   if (typeof name !== "string") name = "";
   const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
-  if (starts("class")) return "[class " + (name || "(anonymous)") + "]";
+  if (P.isClass(fn)) return "[class " + (name || "(anonymous)") + "]";
+  // `async` as a keyword, not the start of a name (`asyncData => …`).
+  const next = source[5];
+  const keyword = starts("async") && next !== undefined && !isIdentifier("a" + next);
   let kind = "Function";
-  if (starts("async function*") || starts("async *")) kind = "AsyncGeneratorFunction";
-  else if (starts("async")) kind = "AsyncFunction";
-  else if (starts("function*")) kind = "GeneratorFunction";
+  if (keyword && (starts("async function*") || starts("async *"))) kind = "AsyncGeneratorFunction";
+  else if (keyword) kind = "AsyncFunction";
+  else if (starts("function*") || starts("*")) kind = "GeneratorFunction";
   return name ? "[" + kind + ": " + name + "]" : "[" + kind + " (anonymous)]";
 }
 
@@ -281,8 +277,11 @@ function constructorName(value) {
   if (proto === null) return null;
   if (isProxy(proto)) return "";
   try {
-    const ctor = ownValue(proto, "constructor");
-    const name = typeof ctor === "function" && !isProxy(ctor) ? ownValue(ctor, "name") : undefined;
+    let ctor = ownValue(proto, "constructor");
+    // A proxy (such as the run's `Date`) is named as its target.
+    const target = engine.proxyTarget(ctor);
+    if (target !== undefined) ctor = target;
+    const name = typeof ctor === "function" ? ownValue(ctor, "name") : undefined;
     if (typeof name === "string") return name;
   } catch { /* proxy trap threw */ }
   return "";
@@ -338,19 +337,20 @@ function formatObject(value, depth, seen) {
   if (typeof value === "function") {
     return functionLabel(value);
   }
-  if (engine.isError(value)) {
+  const kind = kindOf(value);
+  if (kind === "Error") {
     return formatError(value);
   }
-  if (isDate(value)) {
+  if (kind === "Date") {
     const t = DatePrototypeGetTime(value);
     return t === t ? DatePrototypeToISOString(value) : "Invalid Date";
   }
   // An object that only inherits from RegExp.prototype has no source: shown as objects are.
   const regExp = regExpLabel(value);
   if (regExp !== undefined) return regExp;
-  if (engine.isPromise(value)) return "Promise { <unknown> }";
-  if (isWeakMap(value)) return "WeakMap { <items unknown> }";
-  if (isWeakSet(value)) return "WeakSet { <items unknown> }";
+  if (kind === "Promise") return "Promise { <unknown> }";
+  if (kind === "WeakMap") return "WeakMap { <items unknown> }";
+  if (kind === "WeakSet") return "WeakSet { <items unknown> }";
 
   for (let i = 0; i < seen.length; i++) {
     if (seen[i] === value) return "[Circular *1]";
@@ -395,7 +395,7 @@ function formatObject(value, depth, seen) {
       const prefix = ctor && ctor !== "Array" ? ctor + "(" + length + ") " : "";
       return join(prefix, items, "[", "]");
     }
-    if (isMap(value)) {
+    if (kind === "Map") {
       const size = MapPrototypeGetSize(value);
       let count = 0;
       MapPrototypeForEach(value, (v, k) => {
@@ -406,7 +406,7 @@ function formatObject(value, depth, seen) {
       if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
       return join("Map(" + size + ") ", items, "{", "}");
     }
-    if (isSet(value)) {
+    if (kind === "Set") {
       const size = SetPrototypeGetSize(value);
       let count = 0;
       SetPrototypeForEach(value, (v) => {
@@ -420,18 +420,17 @@ function formatObject(value, depth, seen) {
       let length = 0;
       try {
         tag = TypedArrayPrototypeGetSymbolToStringTag(value) || "DataView";
-        length = TypedArrayPrototypeGetLength(value);
+        if (tag !== "DataView") length = TypedArrayPrototypeGetLength(value);
       } catch { /* DataView */ }
       const shown = MathMin(length, MAX_ARRAY_ITEMS);
       for (let i = 0; i < shown; i++) ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen));
       if (length > shown) ArrayPrototypePush(items, "... " + (length - shown) + " more items");
       return join(tag + "(" + length + ") ", items, "[", "]");
     }
-    if (isArrayBuffer(value)) {
+    if (kind === "ArrayBuffer") {
       return "ArrayBuffer { byteLength: " + ArrayBufferPrototypeGetByteLength(value) + " }";
     }
-    const boxed = isStringObject(value) ? "String" : isNumberObject(value) ? "Number"
-      : isBooleanObject(value) ? "Boolean" : "";
+    const boxed = boxedKind(value);
     let prefix = "";
     if (boxed !== "") {
       let inner = "";
@@ -473,18 +472,14 @@ function formatValue(value, depth, seen) {
     default: {
       if (value === null) return "null";
       // A proxy is shown as its target (its traps are the program's code).
-      let target = value;
-      for (let i = 0; i < 1000; i++) {
-        const inner = engine.proxyTarget(target);
-        if (inner === undefined) break;
-        if (inner === null) return "<Revoked Proxy>";
-        target = inner;
-      }
+      let target = engine.proxyTarget(value);
+      if (target === null) return "<Revoked Proxy>";
+      if (target === undefined) target = value;
       try {
         return formatObject(target, depth, seen);
       } catch (e) {
         // Running out of stack ends the print, as it would end any other work.
-        if (engine.isError(e) && inherits(e, RangeErrorPrototype)) throw e;
+        if (kindOf(e) === "Error" && inherits(e, RangeErrorPrototype)) throw e;
         return "[object (could not be inspected)]";
       }
     }
@@ -515,9 +510,10 @@ function jsonText(value, stack) {
     default: return undefined;
   }
   if (value === null) return "null";
-  if (isStringObject(value)) return jsonString(P.StringPrototypeValueOf(value));
-  if (isNumberObject(value)) return jsonText(P.NumberPrototypeValueOf(value), stack);
-  if (isBooleanObject(value)) return P.BooleanPrototypeValueOf(value) ? "true" : "false";
+  const boxed = boxedKind(value);
+  if (boxed === "String") return jsonString(P.StringPrototypeValueOf(value));
+  if (boxed === "Number") return jsonText(P.NumberPrototypeValueOf(value), stack);
+  if (boxed === "Boolean") return P.BooleanPrototypeValueOf(value) ? "true" : "false";
   for (let i = 0; i < stack.length; i++) {
     if (stack[i] === value) throw CIRCULAR;
   }

@@ -231,3 +231,30 @@ install(ArrayPrototype, "flatMap", (self, args) => {
   }
   return peekLength(self);
 });
+
+// `Error.stackTraceLimit`: the engine's setter keeps the new value without releasing the
+// old one, so an object or string assigned and then replaced would stay allocated when the
+// run's engine is freed, where QuickJS checks that nothing is left and aborts the whole
+// process. The setter here hands the engine a number instead (what the engine converts the
+// limit to when it builds a stack trace); reading gives that number.
+{
+  const d = ObjectGetOwnPropertyDescriptor(P.Error, "stackTraceLimit");
+  if (d !== undefined && typeof d.set === "function" && typeof d.get === "function") {
+    const nativeGet = d.get;
+    const nativeSet = d.set;
+    ObjectDefineProperty(P.Error, "stackTraceLimit", {
+      get: function stackTraceLimit() {
+        return ReflectApply(nativeGet, this, []);
+      },
+      set: function stackTraceLimit(value) {
+        const t = typeof value;
+        const n = t === "number" || t === "undefined" || t === "boolean" || value === null
+          ? value
+          : t === "symbol" ? NaN : Number(value);
+        ReflectApply(nativeSet, this, [n]);
+      },
+      enumerable: d.enumerable,
+      configurable: d.configurable,
+    });
+  }
+}

@@ -10,7 +10,8 @@
 //! by their usable size (`malloc_usable_size`, `malloc_size` on macOS): no header, so the
 //! engine's many small blocks cost what they cost without a limit.
 //!
-//! This module, the bytecode loader, `killpg` in `manifest/process.rs` and the stack bounds
+//! This module, the bytecode loader and the engine checks of inspect (`sandbox/prelude.rs`),
+//! `killpg` in `manifest/process.rs` and the stack bounds
 //! in `sandbox/stack.rs` are the only `unsafe` code; here, the
 //! [`rquickjs::allocator::Allocator`] trait hands out raw pointers, and
 //! [`return_free_memory`] calls the C allocator's `malloc_trim`. Each block states why it

@@ -64,9 +64,9 @@ fn run_module<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Fun
 
 /// Loads the inspect module (31_inspect.js) with the primordials `P` and the engine's own
 /// checks, which JavaScript cannot make without running program code (a proxy's traps, a
-/// `Symbol.toStringTag` getter, `Symbol.hasInstance`): `{ proxyTarget(value), isError(value),
-/// isPromise(value) }`. `proxyTarget` gives a proxy's target (`null` once revoked) and
-/// `undefined` for anything else. Returns the module's `{ formatArgs, inspect }`.
+/// `Symbol.toStringTag` getter, `Symbol.hasInstance`, or the stack trace hooks a thrown
+/// brand-check error would call): `{ proxyTarget(value), kindOf(value) }` (see
+/// [`proxy_target`] and [`kind_of`]). Returns the module's `{ formatArgs, inspect }`.
 pub(crate) fn load_inspect<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
@@ -74,34 +74,81 @@ pub(crate) fn load_inspect<'js>(
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
     let engine = Object::new(ctx.clone())?;
-    engine.set(
-        "proxyTarget",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, value: Value<'js>| -> Value<'js> {
-                let Some(proxy) = value.into_proxy() else {
-                    return Value::new_undefined(ctx);
-                };
-                match proxy.target() {
-                    Ok(target) => target.into_value(),
-                    Err(_) => {
-                        // Revoked: the engine's TypeError is dropped, not left pending.
-                        let _ = ctx.catch();
-                        Value::new_null(ctx)
-                    }
-                }
-            },
-        )?,
-    )?;
-    engine.set(
-        "isError",
-        Function::new(ctx.clone(), |value: Value<'js>| value.is_error())?,
-    )?;
-    engine.set(
-        "isPromise",
-        Function::new(ctx.clone(), |value: Value<'js>| value.is_promise())?,
-    )?;
+    engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
+    engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
     run_module(ctx, compiled.inspect)?.call((primordials, engine))
+}
+
+/// What a proxy stands for: the target of its target, and so on, until one is not a proxy
+/// (callable proxies included); `null` when one on the way is revoked; `undefined` for a
+/// value that is not a proxy. Runs no trap.
+fn proxy_target<'js>(ctx: Ctx<'js>, value: Value<'js>) -> Value<'js> {
+    if !value.is_proxy() {
+        return Value::new_undefined(ctx);
+    }
+    let mut current = value;
+    while current.is_proxy() {
+        #[expect(
+            unsafe_code,
+            reason = "rquickjs offers a proxy's target only for proxies that are not callable"
+        )]
+        // SAFETY: `current` is a live proxy of this context; `JS_GetProxyTarget` returns a
+        // new reference (or the exception marker for a revoked proxy), which `from_raw`
+        // takes over.
+        let target = unsafe {
+            Value::from_raw(
+                ctx.clone(),
+                rquickjs::qjs::JS_GetProxyTarget(ctx.as_raw().as_ptr(), current.as_raw()),
+            )
+        };
+        if target.is_exception() {
+            // Revoked: the engine's TypeError is dropped, not left pending.
+            let _ = ctx.catch();
+            return Value::new_null(ctx);
+        }
+        current = target;
+    }
+    current
+}
+
+/// The built-in `value` is, by the engine's internal class, not by anything a program can
+/// change: `"Error"`, `"Promise"`, `"Date"`, `"RegExp"`, `"Map"`, `"Set"`, `"WeakMap"`,
+/// `"WeakSet"`, `"ArrayBuffer"`, or `""` for anything else.
+fn kind_of(value: Value<'_>) -> &'static str {
+    if value.is_error() {
+        return "Error";
+    }
+    if value.is_promise() {
+        return "Promise";
+    }
+    if !value.is_object() {
+        return "";
+    }
+    let raw = value.as_raw();
+    #[expect(
+        unsafe_code,
+        reason = "rquickjs has no safe check for these classes; the C functions only read the object's class"
+    )]
+    // SAFETY: `raw` is a live object of this context (held by `value` for the whole
+    // block); each function reads its class id and nothing else.
+    unsafe {
+        use rquickjs::qjs;
+        let checks: [(unsafe extern "C" fn(qjs::JSValue) -> bool, &'static str); 7] = [
+            (qjs::JS_IsDate, "Date"),
+            (qjs::JS_IsRegExp, "RegExp"),
+            (qjs::JS_IsMap, "Map"),
+            (qjs::JS_IsSet, "Set"),
+            (qjs::JS_IsWeakMap, "WeakMap"),
+            (qjs::JS_IsWeakSet, "WeakSet"),
+            (qjs::JS_IsArrayBuffer, "ArrayBuffer"),
+        ];
+        for (is, kind) in checks {
+            if is(raw) {
+                return kind;
+            }
+        }
+    }
+    ""
 }
 
 /// Runs every prelude module with the host object; returns the internals object the

@@ -655,7 +655,9 @@ return seen.what;
 /// What a value is comes from the engine, not from hooks a program can set: a replaced
 /// `String.prototype.concat` (which QuickJS calls for template literals), `Symbol.toStringTag`
 /// getters, `Symbol.hasInstance`, proxy traps and `name`/`message` getters of errors neither
-/// run nor change what is printed; a proxy is shown as its target.
+/// run nor change what is printed; a proxy is shown as its target. (With a
+/// `Symbol.toStringTag` on the prototype chain, a `String` or `Boolean` object can no
+/// longer be told without reading it, so it prints as the object it also is.)
 #[tokio::test]
 async fn console_reads_what_a_value_is_from_the_engine_not_from_the_programs_hooks() {
     let h = Harness::new(fast_limits());
@@ -671,15 +673,26 @@ Object.defineProperty(Error.prototype, "name", { get() { seen.push("name"); retu
 const traps = new Proxy({}, { get(t, k) { seen.push("trap " + String(k)); return (...a) => Reflect[k](...a) } });
 const err = new Error("real"); Object.defineProperty(err, "stack", { value: "" });
 const revocable = Proxy.revocable({}, {}); revocable.revoke();
+Error.prepareStackTrace = () => { seen.push("prepareStackTrace"); return "" };
+Error.stackTraceLimit = { valueOf() { seen.push("stackTraceLimit"); return 10 } };
+const callable = new Proxy(function realName() {}, { getOwnPropertyDescriptor(t, k) { seen.push("trap " + String(k)); return Reflect.getOwnPropertyDescriptor(t, k) } });
+let nested = { deep: 1 };
+for (let i = 0; i < 2000; i++) nested = new Proxy(nested, traps);
+// The limit is converted when it is set (the program's own call): only what printing runs counts.
+seen.length = 0;
 console.log({ a: 1 }, [1, 2], new Map([[1, 2]]), new Set(["s"]), new Date(0), /a/g, new String("s"), err);
 console.log(new Proxy(/a+b/g, traps), new Proxy({ p: [1] }, traps), revocable.proxy, Object.create(new Proxy({}, traps)));
-console.log(new Proxy({}, { ownKeys() { throw new RangeError("x") } }));
+console.log(new Proxy({}, { ownKeys() { throw new RangeError("x") } }), callable, nested, Object.create(callable));
+console.log(new DataView(new ArrayBuffer(4)), Object(false), Promise.resolve(1), new WeakSet(), async () => 1, asyncData => asyncData, { *gen() {} });
 console.log(Object.create(Date.prototype), Object.setPrototypeOf(/n/g, null), Object.setPrototypeOf(new Date(0), RegExp.prototype));
 console.log(new RegExp("a\\\nb"), new RegExp("a\nb"), new RegExp("\u2028"));
 const holey = [1]; holey["4294967295"] = "x";
 console.log("%d %i %f", Symbol("s"), Symbol("t"), Symbol("u"), holey.length, holey["4294967295"]);
 const cycle = {}; cycle.self = cycle;
 console.log("%j", cycle);
+// `%j` may run program code (as JSON.stringify does): the hooks go first.
+Error.prepareStackTrace = undefined;
+Error.stackTraceLimit = 10;
 let big;
 try { console.log("%j", 10n) } catch (e) { big = e.name + ": " + e.message }
 return { seen: seen.join(), big };
@@ -694,15 +707,43 @@ return { seen: seen.join(), big };
     assert_eq!(
         texts,
         [
-            "{ a: 1 } [ 1, 2 ] Map(1) { 1 => 2 } Set(1) { 's' } 1970-01-01T00:00:00.000Z /a/g [String: 's'] [Error: real]",
+            "{ a: 1 } [ 1, 2 ] Map(1) { 1 => 2 } Set(1) { 's' } 1970-01-01T00:00:00.000Z /a/g String { '0': 's' } [Error: real]",
             "/a+b/g { p: [ 1 ] } <Revoked Proxy> {}",
-            "{}",
+            "{} [Function: realName] { deep: 1 } {}",
+            "DataView(0) [] Boolean {} Promise { <unknown> } WeakSet { <items unknown> } [AsyncFunction (anonymous)] [Function (anonymous)] { gen: [GeneratorFunction: gen] }",
             "Date {} /n/g 1970-01-01T00:00:00.000Z",
             "/a\\nb/ /a\\nb/ /\\u2028/",
             "NaN NaN NaN 1 x",
             "[Circular]",
         ]
     );
+}
+
+/// The engine's own `Error.stackTraceLimit` setter keeps an object or string without
+/// releasing the value it replaces, and freeing the engine then aborted the process (exit
+/// 134, `JS_FreeRuntime` finding objects left): the run, and the test process with it, now
+/// ends normally.
+#[tokio::test]
+async fn replacing_error_stack_trace_limit_with_objects_leaves_nothing_behind() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(
+            r#"
+const seen = [];
+Error.stackTraceLimit = { valueOf() { seen.push("valueOf"); return 3 } };
+const read = Error.stackTraceLimit;
+Error.stackTraceLimit = "7";
+Error.stackTraceLimit = 10n;
+Error.stackTraceLimit = Symbol("s");
+Error.stackTraceLimit = [1];
+Error.stackTraceLimit = 5;
+try { null.x } catch {}
+return [read, Error.stackTraceLimit, seen];
+"#,
+        )
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], json!([3, 5, ["valueOf"]]));
 }
 
 #[tokio::test]
