@@ -2,56 +2,121 @@
 // a program that later replaces `Promise`, `JSON`, `Object.prototype` or
 // `Array.prototype.map` changes nothing the prelude or the host relies on.
 //
-// Loaded as the body of `function (host, internals) { ... }`.
+// This file is the top of the body of `function (host, internals) { ... }`, not a function
+// of its own: its constants are in scope in every later file (each of which runs in a
+// function inside it), so using one is a local read, and none costs a property on an
+// object. The two objects built from them are smaller: `internals.primordials` holds what
+// the host reads (src/sandbox/convert.rs and bridge.rs), and `inspectPrimordials()` builds
+// what the inspect module reads, when it loads.
+//
+// `uncurryThis(fn)` makes `fn(self, ...args)` from a method. Methods only the inspect module
+// calls are captured as they are and bound when it loads (a bind costs more than a read):
+// what is captured here is what the program cannot change; binding it later, through
+// `ReflectApply` and the captured `bind` and `call`, runs none of the program's code.
 "use strict";
 
-const uncurryThis = (fn) => Function.prototype.bind.call(Function.prototype.call, fn);
+const {
+  Object, Array, String, Number, Boolean, BigInt, Symbol, Error, TypeError, RangeError,
+  Promise, Proxy, Map, Set, WeakMap, WeakSet, WeakRef, ArrayBuffer, Date, RegExp, Math,
+} = globalThis;
+const ReflectApply = Reflect.apply;
+const FunctionPrototypeBind = Function.prototype.bind;
+const FunctionPrototypeCall = Function.prototype.call;
+const uncurryThis = (fn) => ReflectApply(FunctionPrototypeBind, FunctionPrototypeCall, [fn]);
+// An accessor's getter, read without building a descriptor object.
+const lookupGetter = Object.prototype.__lookupGetter__;
+const getterOf = (object, key) => ReflectApply(lookupGetter, object, [key]);
 
-const P = Object.create(null);
-P.Object = Object;
-P.ObjectPrototype = Object.prototype;
-P.ArrayPrototype = Array.prototype;
-P.ObjectCreate = Object.create;
-P.ObjectDefineProperty = Object.defineProperty;
-P.ObjectFreeze = Object.freeze;
-P.ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
-P.ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
-P.ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-P.ObjectGetPrototypeOf = Object.getPrototypeOf;
-P.ObjectSetPrototypeOf = Object.setPrototypeOf;
-P.ObjectIs = Object.is;
-P.ObjectPrototypeToString = uncurryThis(Object.prototype.toString);
-P.ObjectPrototypeHasOwnProperty = uncurryThis(Object.prototype.hasOwnProperty);
-P.ReflectApply = Reflect.apply;
-P.ReflectConstruct = Reflect.construct;
-P.ArrayIsArray = Array.isArray;
-P.ArrayPrototypePush = uncurryThis(Array.prototype.push);
-P.ArrayPrototypeJoin = uncurryThis(Array.prototype.join);
-P.ArrayPrototypeSlice = uncurryThis(Array.prototype.slice);
-P.FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
+const ObjectPrototype = Object.prototype;
+const ArrayPrototype = Array.prototype;
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const ObjectCreate = Object.create;
+const ObjectDefineProperty = Object.defineProperty;
+const ObjectFreeze = Object.freeze;
+const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
+const ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const ObjectGetPrototypeOf = Object.getPrototypeOf;
+const ObjectSetPrototypeOf = Object.setPrototypeOf;
+const ObjectIs = Object.is;
+const ObjectPrototypeHasOwnProperty = uncurryThis(ObjectPrototype.hasOwnProperty);
+const ReflectConstruct = Reflect.construct;
+const ArrayIsArray = Array.isArray;
+const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+const StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
+const PromiseReject = FunctionPrototypeBind.call(Promise.reject, Promise);
+const PromiseResolve = FunctionPrototypeBind.call(Promise.resolve, Promise);
+const MapPrototypeSet = uncurryThis(Map.prototype.set);
+const MapPrototypeDelete = uncurryThis(Map.prototype.delete);
+const MapPrototypeClear = uncurryThis(Map.prototype.clear);
+const MapPrototypeForEach = uncurryThis(Map.prototype.forEach);
+const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
+const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
+const TypedArrayPrototypeGetLength = uncurryThis(getterOf(TypedArrayPrototype, "length"));
+const ArrayBufferIsView = ArrayBuffer.isView;
+const DateNow = Date.now;
+const DatePrototypeToString = uncurryThis(Date.prototype.toString);
+const MathRandom = Math.random;
+const MathFloor = Math.floor;
+const MathMin = Math.min;
+const performanceNow = FunctionPrototypeBind.call(performance.now, performance);
+
+// Read only by the inspect module (bound when it loads).
+const StringPrototype = String.prototype;
+const unbound = [
+  "ObjectPrototypeToString", ObjectPrototype.toString,
+  "ArrayPrototypePush", ArrayPrototype.push,
+  "ArrayPrototypeJoin", ArrayPrototype.join,
+  "StringPrototypeCharCodeAt", StringPrototype.charCodeAt,
+  "StringPrototypeStartsWith", StringPrototype.startsWith,
+  "StringPrototypePadStart", StringPrototype.padStart,
+  "StringPrototypeIncludes", StringPrototype.includes,
+  "StringPrototypeRepeat", StringPrototype.repeat,
+  "StringPrototypeValueOf", StringPrototype.valueOf,
+  "NumberPrototypeToString", Number.prototype.toString,
+  "NumberPrototypeValueOf", Number.prototype.valueOf,
+  "BooleanPrototypeValueOf", Boolean.prototype.valueOf,
+  "BigIntPrototypeToString", BigInt.prototype.toString,
+  "SymbolPrototypeToString", Symbol.prototype.toString,
+  "FunctionPrototypeToString", Function.prototype.toString,
+  "DatePrototypeGetTime", Date.prototype.getTime,
+  "DatePrototypeToISOString", Date.prototype.toISOString,
+  "MapPrototypeGetSize", getterOf(Map.prototype, "size"),
+  "SetPrototypeForEach", Set.prototype.forEach,
+  "SetPrototypeGetSize", getterOf(Set.prototype, "size"),
+  "ArrayBufferPrototypeGetByteLength", getterOf(ArrayBuffer.prototype, "byteLength"),
+  "TypedArrayPrototypeGetSymbolToStringTag", getterOf(TypedArrayPrototype, Symbol.toStringTag),
+];
+// The engine's `stack` is an accessor on Error.prototype (native: it runs no program code).
+const ErrorStackGetter = getterOf(Error.prototype, "stack");
+
 // Whether `fn` is a class: its source starts with the keyword `class`, then (past white
 // space and comments) a name, `extends` or `{`; a method named `class` has `(` there.
 // Calling a class is rejected. False for what cannot tell (a bound class, a proxy).
+const FunctionPrototypeToString = Function.prototype.toString;
+const StringPrototypeStartsWith = StringPrototype.startsWith;
+const StringPrototypeCharCodeAt = StringPrototype.charCodeAt;
+const StringPrototypeIndexOf = StringPrototype.indexOf;
 const isSpace = (c) =>
   (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0 || c === 0x1680 ||
   (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
   c === 0x205f || c === 0x3000 || c === 0xfeff;
-P.isClass = (fn) => {
+const isClass = (fn) => {
   let source;
   try {
-    source = P.FunctionPrototypeToString(fn);
+    source = ReflectApply(FunctionPrototypeToString, fn, []);
   } catch {
     return false;
   }
-  if (!P.StringPrototypeStartsWith(source, "class")) return false;
-  const at = (i) => P.StringPrototypeCharCodeAt(source, i);
+  if (!ReflectApply(StringPrototypeStartsWith, source, ["class"])) return false;
+  const at = (i) => ReflectApply(StringPrototypeCharCodeAt, source, [i]);
   let i = 5;
   if (!(isSpace(at(i)) || at(i) === 0x2f || at(i) === 0x7b)) return false; // `classes`
   for (;;) {
     if (isSpace(at(i))) {
       i++;
     } else if (at(i) === 0x2f && at(i + 1) === 0x2a) { // /* … */
-      const end = P.StringPrototypeIndexOf(source, "*/", i + 2);
+      const end = ReflectApply(StringPrototypeIndexOf, source, ["*/", i + 2]);
       if (end < 0) return false;
       i = end + 2;
     } else if (at(i) === 0x2f && at(i + 1) === 0x2f) { // // … line end
@@ -61,104 +126,52 @@ P.isClass = (fn) => {
     }
   }
 };
-P.String = String;
-P.StringPrototypeSlice = uncurryThis(String.prototype.slice);
-P.StringPrototypeCharCodeAt = uncurryThis(String.prototype.charCodeAt);
-P.StringPrototypePadStart = uncurryThis(String.prototype.padStart);
-P.StringPrototypeReplace = uncurryThis(String.prototype.replace);
-P.StringPrototypeIncludes = uncurryThis(String.prototype.includes);
-P.StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
-P.StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
-P.StringPrototypeRepeat = uncurryThis(String.prototype.repeat);
-P.StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
+
 // A regular expression's text from the engine's own accessors, which read its internal
 // slots: `RegExp.prototype.toString` would read `source` and `flags` with [[Get]], and
 // `flags` each flag, all of which a program can redefine on `RegExp.prototype`.
-const regExpGetter = (name) => {
-  const d = Object.getOwnPropertyDescriptor(RegExp.prototype, name);
-  return d !== undefined && typeof d.get === "function" ? uncurryThis(d.get) : undefined;
-};
-const regExpSource = regExpGetter("source");
+const regExpSource = getterOf(RegExp.prototype, "source");
 // In the order of ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4): each getter, then
 // its letter.
 const regExpFlags = [];
 const flagNames = ["hasIndices", "d", "global", "g", "ignoreCase", "i", "multiline", "m",
   "dotAll", "s", "unicode", "u", "unicodeSets", "v", "sticky", "y"];
 for (let i = 0; i < flagNames.length; i += 2) {
-  const get = regExpGetter(flagNames[i]);
-  if (get !== undefined) {
+  const get = getterOf(RegExp.prototype, flagNames[i]);
+  if (typeof get === "function") {
     regExpFlags[regExpFlags.length] = get;
     regExpFlags[regExpFlags.length] = flagNames[i + 1];
   }
 }
-const regExpFlagCount = regExpFlags.length;
 // `/source/flags` of a regular expression; throws a TypeError for an object that is not one.
-P.RegExpText = (re) => {
+const RegExpText = (re) => {
   let flags = "";
-  for (let i = 0; i < regExpFlagCount; i += 2) {
-    if (regExpFlags[i](re)) flags += regExpFlags[i + 1];
+  for (let i = 0; i < regExpFlags.length; i += 2) {
+    if (ReflectApply(regExpFlags[i], re, [])) flags += regExpFlags[i + 1];
   }
-  return "/" + regExpSource(re) + "/" + flags;
+  return "/" + ReflectApply(regExpSource, re, []) + "/" + flags;
 };
-P.Number = Number;
-P.NumberPrototypeToString = uncurryThis(Number.prototype.toString);
-P.NumberPrototypeValueOf = uncurryThis(Number.prototype.valueOf);
-P.StringPrototypeValueOf = uncurryThis(String.prototype.valueOf);
-P.BooleanPrototypeValueOf = uncurryThis(Boolean.prototype.valueOf);
-P.BigInt = BigInt;
-P.BigIntPrototypeToString = uncurryThis(BigInt.prototype.toString);
-P.Symbol = Symbol;
-P.SymbolPrototypeToString = uncurryThis(Symbol.prototype.toString);
-P.Error = Error;
-P.TypeError = TypeError;
-P.RangeError = RangeError;
-P.TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
-// The engine's `stack` is an accessor on Error.prototype (native: it runs no program code).
-const stackAccessor = Object.getOwnPropertyDescriptor(Error.prototype, "stack");
-P.ErrorStackGetter = stackAccessor !== undefined ? stackAccessor.get : undefined;
-P.Promise = Promise;
-P.PromiseReject = Promise.reject.bind(Promise);
-P.PromiseResolve = Promise.resolve.bind(Promise);
-P.Proxy = Proxy;
-P.Map = Map;
-P.MapPrototypeForEach = uncurryThis(Map.prototype.forEach);
-P.MapPrototypeGetSize = uncurryThis(Object.getOwnPropertyDescriptor(Map.prototype, "size").get);
-P.MapPrototypeSet = uncurryThis(Map.prototype.set);
-P.MapPrototypeDelete = uncurryThis(Map.prototype.delete);
-P.MapPrototypeClear = uncurryThis(Map.prototype.clear);
-P.Set = Set;
-P.SetPrototypeForEach = uncurryThis(Set.prototype.forEach);
-P.SetPrototypeGetSize = uncurryThis(Object.getOwnPropertyDescriptor(Set.prototype, "size").get);
-P.WeakMap = WeakMap;
-P.WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
-P.WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
-P.WeakSet = WeakSet;
-// Called with ReflectApply (only by inspect, as a check that a value is a WeakSet).
-P.WeakSetPrototypeHas = WeakSet.prototype.has;
-P.WeakRef = WeakRef;
-P.ArrayBuffer = ArrayBuffer;
-P.ArrayBufferIsView = ArrayBuffer.isView;
-P.ArrayBufferPrototypeGetByteLength = uncurryThis(
-  Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get,
-);
-P.TypedArrayPrototypeGetLength = uncurryThis(
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), "length").get,
-);
-P.TypedArrayPrototypeGetSymbolToStringTag = uncurryThis(
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get,
-);
-P.Date = Date;
-P.DateNow = Date.now;
-P.performanceNow = Function.prototype.bind.call(performance.now, performance);
-P.DatePrototypeGetTime = uncurryThis(Date.prototype.getTime);
-P.DatePrototypeToISOString = uncurryThis(Date.prototype.toISOString);
-P.DatePrototypeToString = uncurryThis(Date.prototype.toString);
-P.Math = Math;
-P.MathRandom = Math.random;
-P.RegExp = RegExp;
-P.JSONStringify = JSON.stringify;
-P.MathMin = Math.min;
-P.MathFloor = Math.floor;
-P.globalThis = globalThis;
 
-internals.primordials = Object.freeze(P);
+// What the host reads (by name).
+internals.primordials = {
+  __proto__: null,
+  ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
+  ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, isClass,
+};
+
+// What the inspect module reads: a new object on each call (once per run).
+const inspectPrimordials = () => {
+  const P = {
+    __proto__: null,
+    ObjectCreate, ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols,
+    ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
+    ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, String, Number, Symbol,
+    TypeError, RangeError, StringPrototypeSlice, RegExp, RegExpText, MathMin, MathFloor,
+    ArrayBufferIsView, TypedArrayPrototypeGetLength, MapPrototypeForEach, ErrorStackGetter,
+    isClass,
+  };
+  for (let i = 0; i < unbound.length; i += 2) {
+    ObjectDefineProperty(P, unbound[i], { __proto__: null, value: uncurryThis(unbound[i + 1]) });
+  }
+  return P;
+};

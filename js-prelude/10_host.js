@@ -17,9 +17,8 @@
 // reads back from `internals` is listed by `Internals` in the same Rust file.
 "use strict";
 
-const P = internals.primordials;
 
-internals.host = P.ObjectFreeze({
+internals.host = ObjectFreeze({
   toolFunctions: host.toolFunctions,
   unknownTool: host.unknownTool,
   searchTools: host.searchTools,

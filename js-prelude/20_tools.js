@@ -8,11 +8,9 @@
 // `ToolCallError` that lists the available tools.
 "use strict";
 
-const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ObjectDefineProperty, ObjectFreeze, PromiseReject, PromiseResolve, String } = P;
 
-class ToolCallError extends P.Error {
+class ToolCallError extends Error {
   constructor(toolName, message) {
     super();
     delete this.stack;
@@ -42,13 +40,13 @@ function messageOf(error) {
 // Where each ToolCallError the host made surfaced: the number of the await the program
 // had last reached when the call failed (the host numbers them), so that a run ending with
 // it, even rethrown later, names that line.
-const sites = new P.WeakMap();
+const sites = new WeakMap();
 function at(error, site) {
-  if (site > 0) P.WeakMapPrototypeSet(sites, error, site);
+  if (site > 0) WeakMapPrototypeSet(sites, error, site);
   return error;
 }
 internals.siteOf = function siteOf(value) {
-  const site = P.WeakMapPrototypeGet(sites, value);
+  const site = WeakMapPrototypeGet(sites, value);
   return site === undefined ? 0 : site;
 };
 
@@ -65,7 +63,7 @@ internals.toolError = function toolError(name, message, site) {
 // Names that generic code probes on any object: they are never tools, and reading them
 // gives `undefined` instead of an error.
 const probes = ObjectCreate(null);
-for (const key of P.ObjectGetOwnPropertyNames(P.ObjectPrototype)) probes[key] = true;
+for (const key of ObjectGetOwnPropertyNames(ObjectPrototype)) probes[key] = true;
 for (const key of ["then", "catch", "finally", "toJSON", "prototype", "inspect", "length", "name",
                    "asymmetricMatch", "$$typeof", "nodeType", "tagName", "@@__IMMUTABLE_ITERABLE__@@"]) {
   probes[key] = true;
@@ -74,14 +72,14 @@ ObjectFreeze(probes);
 
 // Reading a name that is not a tool reaches this proxy (the prototype of `tools`): probes
 // give `undefined`, anything else throws a ToolCallError that lists the tools.
-const unknown = new P.Proxy(ObjectCreate(null), ObjectFreeze({
+const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
   __proto__: null,
   get(t, key) {
     if (typeof key === "symbol" || probes[key] === true) return undefined;
     // No tool name is longer than 128 characters: a longer key is named by its start.
-    const shown = key.length > 128 ? P.StringPrototypeSlice(key, 0, 40) + "…" : key;
+    const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
     // A lone surrogate (no tool name has one) is shown as U+FFFD.
-    throw new ToolCallError(shown, H.unknownTool(P.StringPrototypeToWellFormed(key)));
+    throw new ToolCallError(shown, H.unknownTool(StringPrototypeToWellFormed(key)));
   },
 }));
 
@@ -95,7 +93,7 @@ for (let i = 0; i < names.length; i++) {
   const alias = names[i][1];
   const fn = functions[i];
   ObjectDefineProperty(tools, name, { value: fn, enumerable: true });
-  if (alias !== name && !P.ObjectPrototypeHasOwnProperty(tools, alias)) {
+  if (alias !== name && !ObjectPrototypeHasOwnProperty(tools, alias)) {
     ObjectDefineProperty(tools, alias, { value: fn, enumerable: false });
   }
 }
@@ -110,12 +108,12 @@ const MAX_NAMES = 500;
 ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
     try {
-      if (typeof query !== "string") throw new P.Error("expected the query as a string of words");
-      if (query.length > MAX_QUERY) throw new P.Error("a query's length is at most " + MAX_QUERY);
+      if (typeof query !== "string") throw new Error("expected the query as a string of words");
+      if (query.length > MAX_QUERY) throw new Error("a query's length is at most " + MAX_QUERY);
       let most = 0;
       if (limit !== undefined) {
         if (typeof limit !== "number" || !(limit >= 1)) {
-          throw new P.Error("limit: expected a number of results, 1 or more (at most 50 are given)");
+          throw new Error("limit: expected a number of results, 1 or more (at most 50 are given)");
         }
         most = limit;
       }
@@ -132,16 +130,16 @@ ObjectDefineProperty(tools, "$describe", {
       const list = [];
       const add = (i, name) => {
         if (typeof name !== "string") {
-          throw new P.Error("expected a tool name (a string) or an array of tool names");
+          throw new Error("expected a tool name (a string) or an array of tool names");
         }
         if (name.length > MAX_NAME) {
-          throw new P.Error("no tool has a name of length " + name.length + ": tool names have at most 128 characters");
+          throw new Error("no tool has a name of length " + name.length + ": tool names have at most 128 characters");
         }
         ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
       };
-      if (P.ArrayIsArray(names)) {
+      if (ArrayIsArray(names)) {
         const n = names.length;
-        if (!(n <= MAX_NAMES)) throw new P.Error("describe at most " + MAX_NAMES + " tools at once");
+        if (!(n <= MAX_NAMES)) throw new Error("describe at most " + MAX_NAMES + " tools at once");
         for (let i = 0; i < n; i++) add(i, names[i]);
       } else {
         add(0, names);

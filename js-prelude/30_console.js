@@ -3,31 +3,30 @@
 // level. Lone surrogates become U+FFFD (the host takes UTF-8 text).
 "use strict";
 
-const P = internals.primordials;
 const H = internals.host;
 
 let formatter;
 function format() {
-  if (formatter === undefined) formatter = H.loadInspect(P);
+  if (formatter === undefined) formatter = H.loadInspect(inspectPrimordials());
   return formatter;
 }
 
 function method(level) {
   return {
     [level](...args) {
-      H.log(level, P.StringPrototypeToWellFormed(format().formatArgs(args)));
+      H.log(level, StringPrototypeToWellFormed(format().formatArgs(args)));
     },
   }[level];
 }
 
-const console = P.ObjectCreate(P.ObjectPrototype);
+const console = ObjectCreate(ObjectPrototype);
 console.log = method("log");
 console.info = method("info");
 console.debug = method("debug");
 console.warn = method("warn");
 console.error = method("error");
 console.dir = function dir(value) {
-  H.log("log", P.StringPrototypeToWellFormed(format().inspect(value)));
+  H.log("log", StringPrototypeToWellFormed(format().inspect(value)));
 };
 
 internals.console = console;

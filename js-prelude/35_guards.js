@@ -17,12 +17,6 @@
 // would protect nothing).
 "use strict";
 
-const P = internals.primordials;
-const {
-  ObjectDefineProperty, ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf,
-  ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, Number, RangeError,
-  ArrayPrototype, TypedArrayPrototype, TypedArrayPrototypeGetLength, MathFloor,
-} = P;
 const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
 const SORT_LIMIT = 1048576;
@@ -48,7 +42,7 @@ function toLength(v) {
 // UNKNOWN when it would (a getter, a proxy, an object to convert).
 function peekLength(o) {
   if (o === null || o === undefined) return 0; // the built-in throws its TypeError itself
-  let obj = typeof o === "object" || typeof o === "function" ? o : P.Object(o);
+  let obj = typeof o === "object" || typeof o === "function" ? o : Object(o);
   while (obj !== null) {
     if (isProxy(obj)) return UNKNOWN;
     const d = ObjectGetOwnPropertyDescriptor(obj, "length");
@@ -238,11 +232,11 @@ install(ArrayPrototype, "flatMap", (self, args) => {
 // process. The setter here hands the engine a number instead (what the engine converts the
 // limit to when it builds a stack trace); reading gives that number.
 {
-  const d = ObjectGetOwnPropertyDescriptor(P.Error, "stackTraceLimit");
+  const d = ObjectGetOwnPropertyDescriptor(Error, "stackTraceLimit");
   if (d !== undefined && typeof d.set === "function" && typeof d.get === "function") {
     const nativeGet = d.get;
     const nativeSet = d.set;
-    ObjectDefineProperty(P.Error, "stackTraceLimit", {
+    ObjectDefineProperty(Error, "stackTraceLimit", {
       get: function stackTraceLimit() {
         return ReflectApply(nativeGet, this, []);
       },

@@ -4,9 +4,7 @@
 // with the run.
 "use strict";
 
-const P = internals.primordials;
 const H = internals.host;
-const { ObjectCreate, ReflectApply, ArrayPrototypeSlice, Number, TypeError } = P;
 
 const timers = ObjectCreate(null);
 let nextId = 1;
@@ -61,54 +59,52 @@ internals.fireTimer = function fireTimer(id) {
 // The run's clock and random numbers. A run that may pause (src/sandbox/journal.rs) reads
 // both from the host, which records them, so that the run resumed later replays the same
 // readings and numbers: `Date.now()`, `new Date()`, `Date()`, `performance.now()` and
-// `Math.random()`. Any other run reads the engine's own. `startClock(journaled)` says which.
+// `Math.random()`. Any other run reads the engine's own, untouched. `startClock(journaled)`
+// says which, before the program runs.
 let journaled = false;
-const nativeDateNow = P.DateNow;
-const nativeRandom = P.MathRandom;
-const NativeDate = P.Date;
-const { MathFloor, ReflectConstruct, DatePrototypeToString, ObjectDefineProperty } = P;
+const nativeDateNow = DateNow;
 
-function dateNow() {
-  return journaled ? MathFloor(H.clock()) : nativeDateNow();
+// Puts the host's clock and random numbers in front of the engine's (a journaled run only).
+function journalClock() {
+  const NativeDate = Date;
+  const dateNow = () => MathFloor(H.clock());
+  const methods = {
+    now() {
+      return dateNow();
+    },
+    random() {
+      return H.random();
+    },
+  };
+  const method = (target, name, value) => {
+    ObjectDefineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
+  };
+  method(NativeDate, "now", methods.now);
+  method(Math, "random", methods.random);
+  // `new Date()` and `Date()` read the clock inside the engine: a proxy gives them the
+  // run's clock and passes every other use (arguments, subclasses, properties) to Date
+  // itself.
+  const DateProxy = new Proxy(NativeDate, {
+    construct(target, args, newTarget) {
+      return ReflectConstruct(target, args.length === 0 ? [dateNow()] : args, newTarget);
+    },
+    apply() {
+      return DatePrototypeToString(new NativeDate(dateNow()));
+    },
+  });
+  method(NativeDate.prototype, "constructor", DateProxy);
+  method(globalThis, "Date", DateProxy);
 }
-const methods = {
-  now() {
-    return dateNow();
-  },
-  random() {
-    return journaled ? H.random() : nativeRandom();
-  },
-};
-function method(target, name, value) {
-  ObjectDefineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
-}
-method(NativeDate, "now", methods.now);
-method(P.Math, "random", methods.random);
-// `new Date()` and `Date()` read the clock inside the engine: a proxy gives them the run's
-// clock and passes every other use (arguments, subclasses, properties) to Date itself.
-const DateProxy = new P.Proxy(NativeDate, {
-  construct(target, args, newTarget) {
-    if (args.length === 0 && journaled) {
-      return ReflectConstruct(target, [dateNow()], newTarget);
-    }
-    return ReflectConstruct(target, args, newTarget);
-  },
-  apply(target, thisArg, args) {
-    return journaled ? DatePrototypeToString(new NativeDate(dateNow())) : ReflectApply(target, thisArg, args);
-  },
-});
-method(NativeDate.prototype, "constructor", DateProxy);
-method(P.globalThis, "Date", DateProxy);
 
 // `performance`: the engine's own counts from when the engine was built, which for a warm
 // engine is long before its run (and would tell the program how long the host was idle).
 // This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
 // from there, and `timeOrigin` is that moment in milliseconds since the epoch, as in the
 // High Resolution Time spec.
-const nativeNow = P.performanceNow;
+const nativeNow = performanceNow;
 let origin = nativeNow();
 const performance = {};
-P.ObjectDefineProperty(performance, "now", {
+ObjectDefineProperty(performance, "now", {
   value: function now() {
     return (journaled ? H.clock() : nativeNow()) - origin;
   },
@@ -116,8 +112,8 @@ P.ObjectDefineProperty(performance, "now", {
   writable: false,
   configurable: false,
 });
-P.ObjectDefineProperty(performance, "timeOrigin", { value: 0, enumerable: true, configurable: true });
-P.ObjectDefineProperty(P.globalThis, "performance", {
+ObjectDefineProperty(performance, "timeOrigin", { value: 0, enumerable: true, configurable: true });
+ObjectDefineProperty(globalThis, "performance", {
   value: performance,
   writable: true,
   enumerable: true,
@@ -125,8 +121,9 @@ P.ObjectDefineProperty(P.globalThis, "performance", {
 });
 internals.startClock = function startClock(isJournaled) {
   journaled = isJournaled === true;
+  if (journaled) journalClock();
   origin = journaled ? H.clock() : nativeNow();
-  P.ObjectDefineProperty(performance, "timeOrigin", {
+  ObjectDefineProperty(performance, "timeOrigin", {
     value: journaled ? origin : nativeDateNow(),
     enumerable: true,
     writable: false,

@@ -2,9 +2,7 @@
 // `ToolCallError` and the timer functions are non-writable, non-configurable globals.
 "use strict";
 
-const P = internals.primordials;
-const { ObjectDefineProperty, ObjectFreeze } = P;
-const g = P.globalThis;
+const g = globalThis;
 
 function install(name, value) {
   ObjectDefineProperty(g, name, { value, writable: false, enumerable: false, configurable: false });
@@ -21,20 +19,20 @@ install("clearInterval", internals.clearInterval);
 // The host's promise rejection tracker reports here (the host keeps this function; no
 // global names it, so the program can neither see nor replace it); rejections still
 // unhandled when the program ends are logged.
-const unhandled = new P.Map();
+const unhandled = new Map();
 internals.trackRejection = function trackRejection(promise, reason, handled) {
   if (handled) {
-    P.MapPrototypeDelete(unhandled, promise);
+    MapPrototypeDelete(unhandled, promise);
   } else {
-    P.MapPrototypeSet(unhandled, promise, reason);
+    MapPrototypeSet(unhandled, promise, reason);
   }
 };
 internals.reportUnhandled = function reportUnhandled(main) {
-  P.MapPrototypeDelete(unhandled, main);
-  P.MapPrototypeForEach(unhandled, (reason) => {
+  MapPrototypeDelete(unhandled, main);
+  MapPrototypeForEach(unhandled, (reason) => {
     internals.host.log("error", "Unhandled promise rejection: " + internals.inspect(reason));
   });
-  P.MapPrototypeClear(unhandled);
+  MapPrototypeClear(unhandled);
 };
 
 // The runner the host calls for a program with `export default`: runs the program
@@ -42,6 +40,6 @@ internals.reportUnhandled = function reportUnhandled(main) {
 // calls it. A class is not called (it needs `new`): it is the result, which is not JSON.
 internals.runDefault = async function runDefault(main, exported) {
   const value = await main();
-  const call = typeof value === "function" && value === exported() && !P.isClass(value);
+  const call = typeof value === "function" && value === exported() && !isClass(value);
   return call ? await value() : value;
 };

@@ -37,7 +37,8 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// `globalThis.Map` (or anything else) cannot change how values convert.
 ///
 /// Only the two prototypes are read up front (every conversion needs them); the rest are
-/// read from the prelude's frozen primordials object when a value needs them.
+/// read from the prelude's primordials object (which no program code can reach) when a
+/// value needs them.
 #[derive(Clone)]
 pub(crate) struct Primordials<'js> {
     source: Object<'js>,
@@ -64,7 +65,7 @@ const NOT_JSON_CLASSES: &[(&str, &str)] = &[
 ];
 
 impl<'js> Primordials<'js> {
-    /// Reads the built-ins from `source` (the prelude's frozen primordials object).
+    /// Reads the built-ins from `source` (the prelude's primordials object).
     ///
     /// # Errors
     /// When `source` lacks `ObjectPrototype` or `ArrayPrototype` (an engine error).

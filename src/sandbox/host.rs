@@ -281,8 +281,8 @@ fn with_catalog<T>(state: &Shared, f: impl FnOnce(&mut crate::discovery::Catalog
 /// What the host reads back from the prelude's `internals` object (each field names the
 /// prelude file that sets it).
 pub(super) struct Internals<'js> {
-    /// `primordials` (00_primordials.js): the built-ins as they were before the program
-    /// ran, frozen.
+    /// `primordials` (00_primordials.js): the built-ins the host reads, as they were before
+    /// the program ran (no program code can reach this object).
     pub(super) primordials: Object<'js>,
     /// `failed(name, error, site)` (20_tools.js): the rejected promise of a call that failed
     /// before or while starting.

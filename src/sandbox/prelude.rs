@@ -1,6 +1,7 @@
 //! The JavaScript installed into every sandbox before the program (`js-prelude/`), in
-//! order. Each file is the body of `function (host, internals) { … }`; together they make
-//! one ES module, `codemode:prelude/prelude.js`, whose default export runs them in order.
+//! order, as one ES module, `codemode:prelude/prelude.js`, whose default export is
+//! `function (host, internals) { … }`: the primordials (`00_primordials.js`) are the top of
+//! its body, in scope in every later file, and each later file runs in its own function.
 //!
 //! The modules are compiled to QuickJS bytecode at build time (`src/build.rs`, with the
 //! same engine version), or once per process where the build could not (the first run

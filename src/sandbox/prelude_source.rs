@@ -40,12 +40,20 @@ fn module_name(file: &str) -> String {
     format!("codemode:prelude/{file}")
 }
 
-/// The source of the one prelude module: each file in its own function, in order.
+/// The source of the one prelude module: the first file (the primordials) as the top of
+/// the exported function, so its constants are in scope in every later file, and each later
+/// file in its own function inside it, in order.
 fn prelude_module() -> String {
     let mut out = String::from("export default function (host, internals) {\n");
-    for (file, source) in PRELUDE {
+    for (i, (file, source)) in PRELUDE.iter().enumerate() {
         out.push_str("// ");
         out.push_str(file);
+        if i == 0 {
+            out.push('\n');
+            out.push_str(source);
+            out.push('\n');
+            continue;
+        }
         out.push_str("\n(function () {");
         out.push_str(source);
         out.push_str("\n})();\n");

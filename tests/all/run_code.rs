@@ -719,6 +719,66 @@ return { seen: seen.join(), big };
     );
 }
 
+/// The printer binds the built-ins only it uses when the first value is printed, after the
+/// program started: from what the prelude captured, so a program that replaced them (and
+/// `bind`, `call`, `Reflect.apply` and `__lookupGetter__` with them) first changes nothing:
+/// the lines are those of the same values printed by a program that replaced nothing.
+#[tokio::test]
+async fn console_first_used_after_the_program_replaced_built_ins_prints_with_the_originals() {
+    let print = r#"
+console.log("str", 12.5, true, 10n, Symbol("s"), new Date(0), new Map([[1, "a"]]), new Set([2]), new Uint8Array(2), new ArrayBuffer(3));
+console.log([1, [2, [3, [4]]]], class K {}, new Number(4), new Boolean(false), new String("ab"), /r/g, { nested: { deeper: [] } });
+"#;
+    let replace = r#"
+const seen = [];
+const spy = (name) => function () { seen[seen.length] = name; return "SPOOFED" };
+Function.prototype.bind = spy("bind");
+Function.prototype.call = spy("call");
+Function.prototype.apply = spy("apply");
+Reflect.apply = spy("Reflect.apply");
+Object.prototype.__lookupGetter__ = spy("__lookupGetter__");
+for (const [C, names] of [
+  [String, ["padStart", "repeat", "includes", "startsWith", "charCodeAt", "valueOf", "slice", "toWellFormed"]],
+  [Array, ["push", "join"]], [Number, ["toString", "valueOf"]], [Boolean, ["valueOf"]],
+  [BigInt, ["toString"]], [Symbol, ["toString"]], [Date, ["getTime", "toISOString"]],
+  [Map, ["forEach"]], [Set, ["forEach"]], [Object, ["toString", "hasOwnProperty"]], [Function, ["toString"]],
+]) {
+  for (const n of names) C.prototype[n] = spy(C.name + "." + n);
+}
+const typed = Object.getPrototypeOf(Uint8Array.prototype);
+for (const [target, key] of [[Map.prototype, "size"], [Set.prototype, "size"], [ArrayBuffer.prototype, "byteLength"], [typed, "length"], [typed, Symbol.toStringTag]]) {
+  Object.defineProperty(target, key, { get: spy(String(key)) });
+}
+"#;
+    let h = Harness::new(fast_limits());
+    let replaced = h.run(&format!("{replace}{print}return seen;")).await;
+    assert_eq!(replaced["status"], "ok", "{replaced:#}");
+    assert_eq!(replaced["result"], json!([]));
+    let untouched = h.run(&format!("{print}return 1;")).await;
+    assert_eq!(untouched["status"], "ok", "{untouched:#}");
+    let lines = [
+        "str 12.5 true 10n Symbol(s) 1970-01-01T00:00:00.000Z Map(1) { 1 => 'a' } Set(1) { 2 } Uint8Array(2) [ 0, 0 ] ArrayBuffer { byteLength: 3 }",
+        "[ 1, [ 2, [ 3, [Array] ] ] ] [class K] [Number: 4] [Boolean: false] [String: 'ab'] /r/g { nested: { deeper: [] } }",
+    ];
+    assert_eq!(log_texts(&untouched), lines);
+    assert_eq!(log_texts(&replaced), lines);
+}
+
+/// A run that cannot pause keeps the engine's own clock and random numbers: nothing of the
+/// journal's stands in front of them (a run that may pause: see the pause tests).
+#[tokio::test]
+async fn a_run_that_cannot_pause_reads_the_engines_own_clock() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+const native = (f) => Function.prototype.toString.call(f).includes("[native code]");
+return [native(Date), native(Date.now), native(Math.random), Date.prototype.constructor === Date, new Date(5).getTime()];
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], json!([true, true, true, true, 5]));
+}
+
 /// The engine's own `Error.stackTraceLimit` setter keeps an object or string without
 /// releasing the value it replaces, and freeing the engine then aborted the process (exit
 /// 134, `JS_FreeRuntime` finding objects left): the run, and the test process with it, now
