@@ -340,7 +340,7 @@ fn host_call<'js>(
             Ok(value) => Started::Done(value),
             Err(message) => Started::Failed(message),
         };
-        if let Some(journal) = lock(state).journal.as_mut() {
+        if journaled && let Some(journal) = lock(state).journal.as_mut() {
             journal.finished(id, outcome, true, true);
         }
         return Ok(settled);
