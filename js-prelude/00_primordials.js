@@ -10,9 +10,10 @@
 // what the inspect module reads, when it loads.
 //
 // `uncurryThis(fn)` makes `fn(self, ...args)` from a method. Methods only the inspect module
-// calls are captured as they are and bound when it loads (a bind costs more than a read):
-// what is captured here is what the program cannot change; binding it later, through
-// `ReflectApply` and the captured `bind` and `call`, runs none of the program's code.
+// calls are captured as they are, and wrapped when it loads (a bind costs more than a
+// read): by then the program has run, so the wrapper is a closure over `ReflectApply`,
+// not a bind (`bind` reads the `name` and `length` of what it binds, which a program can
+// redefine on `Function.prototype.call`).
 "use strict";
 
 const {
@@ -171,7 +172,11 @@ const inspectPrimordials = () => {
     isClass,
   };
   for (let i = 0; i < unbound.length; i += 2) {
-    ObjectDefineProperty(P, unbound[i], { __proto__: null, value: uncurryThis(unbound[i + 1]) });
+    const method = unbound[i + 1];
+    ObjectDefineProperty(P, unbound[i], {
+      __proto__: null,
+      value: (self, ...args) => ReflectApply(method, self, args),
+    });
   }
   return P;
 };

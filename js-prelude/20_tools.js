@@ -10,13 +10,15 @@
 
 const H = internals.host;
 
+// The descriptors have no prototype: a getter a program put on `Object.prototype` (`get`,
+// `value`) is neither read nor run when a call fails.
 class ToolCallError extends Error {
   constructor(toolName, message) {
     super();
     delete this.stack;
-    ObjectDefineProperty(this, "name", { value: "ToolCallError", enumerable: true, configurable: true, writable: true });
-    ObjectDefineProperty(this, "toolName", { value: String(toolName), enumerable: true, configurable: true, writable: true });
-    ObjectDefineProperty(this, "message", { value: String(message), enumerable: true, configurable: true, writable: true });
+    ObjectDefineProperty(this, "name", { __proto__: null, value: "ToolCallError", enumerable: true, configurable: true, writable: true });
+    ObjectDefineProperty(this, "toolName", { __proto__: null, value: String(toolName), enumerable: true, configurable: true, writable: true });
+    ObjectDefineProperty(this, "message", { __proto__: null, value: String(message), enumerable: true, configurable: true, writable: true });
   }
 }
 ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError", writable: false, enumerable: false, configurable: false });

@@ -216,7 +216,8 @@ function functionLabel(fn) {
   const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
   if (P.isClass(fn)) return "[class " + (name || "(anonymous)") + "]";
   // `async` as a keyword, not the start of a name (`asyncData => …`).
-  const next = source[5];
+  // Indexed only within the text (past its end a read would reach String.prototype).
+  const next = source.length > 5 ? source[5] : undefined;
   const keyword = starts("async") && next !== undefined && !isIdentifier("a" + next);
   let kind = "Function";
   if (keyword && (starts("async function*") || starts("async *"))) kind = "AsyncGeneratorFunction";
@@ -602,7 +603,9 @@ function substitute(spec, arg) {
 function formatArgs(args) {
   const parts = list();
   let start = 0;
-  const first = args[0];
+  // `args` is the rest list of a console method: no index past its length is read (that
+  // read would reach Array.prototype).
+  const first = args.length > 0 ? args[0] : undefined;
   if (typeof first === "string" && args.length > 1 && StringPrototypeIncludes(first, "%")) {
     let next = 1;
     // Scanned by hand, not with a RegExp: String.prototype.replace stores its matches in

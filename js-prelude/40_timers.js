@@ -84,7 +84,10 @@ function journalClock() {
   // `new Date()` and `Date()` read the clock inside the engine: a proxy gives them the
   // run's clock and passes every other use (arguments, subclasses, properties) to Date
   // itself.
+  // The handler has no prototype: a trap is only what is named here, never a `get` or
+  // `apply` a program put on `Object.prototype`.
   const DateProxy = new Proxy(NativeDate, {
+    __proto__: null,
     construct(target, args, newTarget) {
       return ReflectConstruct(target, args.length === 0 ? [dateNow()] : args, newTarget);
     },

@@ -74,7 +74,10 @@ pub(crate) fn load_inspect<'js>(
 ) -> rquickjs::Result<Object<'js>> {
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
+    // No prototype: an accessor a program put on `Object.prototype` under either name
+    // neither sees nor replaces these functions.
     let engine = Object::new(ctx.clone())?;
+    engine.set_prototype(None)?;
     engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
     engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
     run_module(ctx, compiled.inspect)?.call((primordials, engine))

@@ -764,6 +764,49 @@ for (const [target, key] of [[Map.prototype, "size"], [Set.prototype, "size"], [
     assert_eq!(log_texts(&replaced), lines);
 }
 
+/// Printing, a failed call and an unknown tool name read nothing a program put on the
+/// prototypes: not `length` or `name` of `Function.prototype.call` (which `bind` reads), not
+/// an index past the end of the arguments or of a function's source, not an accessor on
+/// `Object.prototype` named as a descriptor field or as one of the printer's own functions.
+#[tokio::test]
+async fn printing_and_failed_calls_read_nothing_a_program_put_on_the_prototypes() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+const seen = Object.create(null);
+const hit = (k) => { seen[k] = (seen[k] || 0) + 1 };
+Object.defineProperty(Function.prototype.call, "length", { get() { hit("call.length"); return 1 } });
+Object.defineProperty(Function.prototype.call, "name", { get() { hit("call.name"); return "call" } });
+Object.defineProperty(Array.prototype, "0", { get() { hit("Array.prototype[0]") }, configurable: true });
+Object.defineProperty(String.prototype, "5", { get() { hit("String.prototype[5]") }, configurable: true });
+const names = ["get", "set", "value", "writable", "kindOf", "proxyTarget", "formatArgs", "inspect"];
+for (const k of names) {
+  Object.defineProperty(Object.prototype, k, { __proto__: null, get() { hit(k) }, set(v) { hit("set " + k) }, configurable: true });
+}
+console.log("first", x => 1, { f: () => 0 }, new Map([[1, 2]]));
+console.log();
+let unknown, search;
+try { tools.nope } catch (e) { unknown = e.name + ": " + e.toolName }
+try { await tools.$search(5) } catch (e) { search = e.name + ": " + e.message }
+console.log(unknown, "|", search);
+delete Array.prototype[0];
+delete String.prototype[5];
+for (const k of names) delete Object.prototype[k];
+return { ...seen };
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], json!({}));
+    assert_eq!(
+        log_texts(&v),
+        [
+            "first [Function (anonymous)] { f: [Function: f] } Map(1) { 1 => 2 }",
+            "",
+            "ToolCallError: nope | ToolCallError: expected the query as a string of words",
+        ]
+    );
+}
+
 /// A run that cannot pause keeps the engine's own clock and random numbers: nothing of the
 /// journal's stands in front of them (a run that may pause: see the pause tests).
 #[tokio::test]
