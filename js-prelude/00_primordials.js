@@ -57,12 +57,11 @@ const TypedArrayPrototypeGetLength = uncurryThis(getterOf(TypedArrayPrototype, "
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DateNow = Date.now;
 const DatePrototypeToString = uncurryThis(Date.prototype.toString);
-const MathRandom = Math.random;
 const MathFloor = Math.floor;
 const MathMin = Math.min;
 const performanceNow = FunctionPrototypeBind.call(performance.now, performance);
 
-// Read only by the inspect module (bound when it loads).
+// Read only by the inspect module (wrapped when it loads, see `inspectPrimordials`).
 const StringPrototype = String.prototype;
 const unbound = [
   "ObjectPrototypeToString", ObjectPrototype.toString,

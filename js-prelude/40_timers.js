@@ -62,7 +62,6 @@ internals.fireTimer = function fireTimer(id) {
 // `Math.random()`. Any other run reads the engine's own, untouched. `startClock(journaled)`
 // says which, before the program runs.
 let journaled = false;
-const nativeDateNow = DateNow;
 
 // Puts the host's clock and random numbers in front of the engine's (a journaled run only).
 function journalClock() {
@@ -127,7 +126,7 @@ internals.startClock = function startClock(isJournaled) {
   if (journaled) journalClock();
   origin = journaled ? H.clock() : nativeNow();
   ObjectDefineProperty(performance, "timeOrigin", {
-    value: journaled ? origin : nativeDateNow(),
+    value: journaled ? origin : DateNow(),
     enumerable: true,
     writable: false,
     configurable: false,
