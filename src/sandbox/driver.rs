@@ -44,6 +44,7 @@ use super::inflight::{InFlight, Woken};
 use super::journal::{Journal, Recorder, Turn};
 use super::logs::{CapturedLogs, LogCapture, LogLevel, LogSink};
 use super::pool::EnginePool;
+use super::reaper::Teardown;
 use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::stack::StackFloor;
@@ -159,7 +160,7 @@ pub(crate) async fn run(mut request: RunRequest, pool: Option<&EnginePool>) -> R
     };
     let parked = match pool.and_then(|p| p.take(&key)) {
         Some(parked) => parked,
-        None => match Parked::build(key, stack).await {
+        None => match Parked::build(key, stack, Teardown::InPlaceWhenSmall).await {
             Ok(parked) => parked,
             Err((e, reason)) => {
                 return fail(match reason {
@@ -188,9 +189,11 @@ const BUILD_BOUND: Duration = Duration::from_secs(10);
 /// it has run up to the point where it waits for the program (see `pool.rs`).
 pub(super) struct Parked {
     pub(super) key: EngineKey,
-    /// A handle on the engine's runtime; it goes to the reaper with the engine (the last
-    /// handle dropped frees the runtime, which is not for the run's thread to do).
+    /// A handle on the engine's runtime, dropped as the engine is (the last handle dropped
+    /// frees the runtime).
     runtime: Option<AsyncRuntime>,
+    /// Where the engine is freed.
+    teardown: Teardown,
     flags: Arc<RunFlags>,
     state: Shared,
     /// Hands the program over; `None` once handed (or when the run future ended early).
@@ -217,7 +220,8 @@ enum Ran {
 }
 
 impl Parked {
-    /// Starts an engine for `key` with `stack` bytes of engine stack and loads the prelude.
+    /// Starts an engine for `key` with `stack` bytes of engine stack and loads the prelude;
+    /// `teardown` says where it is freed.
     ///
     /// # Errors
     /// Why the engine or its prelude could not start, and the stop reason if a limit
@@ -225,6 +229,7 @@ impl Parked {
     pub(super) async fn build(
         key: EngineKey,
         stack: usize,
+        teardown: Teardown,
     ) -> Result<Parked, (ProgramError, Option<StopReason>)> {
         let flags = Arc::new(RunFlags::new(Instant::now() + BUILD_BOUND));
         let engine = Engine::start(key.memory, stack, &flags)
@@ -236,11 +241,14 @@ impl Parked {
         let run = {
             let (flags, state, key) = (flags.clone(), state.clone(), key.clone());
             async move {
+                let run_flags = flags.clone();
                 let ran = engine
                     .context()
-                    .async_with(async move |ctx| park(&ctx, &flags, &state, &key, waiting).await)
+                    .async_with(async move |ctx| {
+                        park(&ctx, &run_flags, &state, &key, waiting).await
+                    })
                     .await;
-                engine.reap();
+                engine.reap(flags.memory_peak(), teardown);
                 ran
             }
         };
@@ -251,6 +259,7 @@ impl Parked {
             Poll::Pending => Ok(Parked {
                 key,
                 runtime,
+                teardown,
                 flags,
                 state,
                 start: Some(start),
@@ -332,7 +341,7 @@ impl Parked {
             _ => e,
         });
         if let Some(runtime) = self.runtime.take() {
-            reaper::reap_later(runtime);
+            reaper::reap_engine(runtime, self.flags.memory_peak(), self.teardown);
         }
         let mut st = lock(&self.state);
         let logs = std::mem::take(&mut st.logs);
@@ -390,7 +399,7 @@ impl Drop for Parked {
             let _ = futures::executor::block_on(run);
         }
         if let Some(runtime) = self.runtime.take() {
-            reaper::reap_later(runtime);
+            reaper::reap_engine(runtime, self.flags.memory_peak(), self.teardown);
         }
     }
 }

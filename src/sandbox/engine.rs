@@ -15,7 +15,7 @@ use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, JsLifetime, Value};
 use super::alloc::LimitedAllocator;
 use super::flags::RunFlags;
 use super::limits::MIN_MEMORY;
-use super::reaper;
+use super::reaper::{self, Teardown};
 use super::report::ProgramError;
 use super::stack::StackFloor;
 
@@ -74,9 +74,10 @@ impl Engine {
         &self.context
     }
 
-    /// Frees the engine (context first) off the caller's task (see the reaper).
-    pub(super) fn reap(self) {
-        reaper::reap(self.context, self.runtime);
+    /// Frees the engine (context first), which held at most `held` bytes at its peak, as
+    /// `teardown` says.
+    pub(super) fn reap(self, held: usize, teardown: Teardown) {
+        reaper::reap(self.context, self.runtime, held, teardown);
     }
 }
 

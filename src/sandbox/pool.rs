@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use super::driver::{EngineKey, Parked};
+use super::reaper::Teardown;
 use super::stack;
 
 /// Engine stack while a builder loads the prelude (the run sets its own before it starts).
@@ -214,7 +215,7 @@ fn build_loop(shared: &Shared) {
                 }
             }
         };
-        let built = futures::executor::block_on(Parked::build(key, BUILD_STACK));
+        let built = futures::executor::block_on(Parked::build(key, BUILD_STACK, Teardown::Reaper));
         let Ok(parked) = built else {
             // An engine that cannot start here will not start for a run either; the runs
             // report why. Wait for the next change rather than retry in a loop.
