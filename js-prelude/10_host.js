@@ -6,6 +6,7 @@
 //     the declarations of those tools (throws for a name that is no tool)
 //   log(level, text)
 //   loadInspect(primordials) -> { formatArgs, inspect } (31_inspect.js)
+//   loadArrayChecks(primordials) -> check(name, self, args) (36_array_checks.js)
 //   setTimer(id, milliseconds), clearTimer(id)
 //   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
 //     that may pause; random() -> the next Math.random value of such a run

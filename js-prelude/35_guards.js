@@ -15,85 +15,56 @@
 // built-in's own read stays the only one a program can observe; a `length` behind a getter
 // or a proxy is not checked (such a length can differ between two reads, so checking it
 // would protect nothing).
+//
+// Calls on a plain array (not a proxy) of at most `host.maxArrayLength` elements, whose
+// `length` is an own data property no program code can stand behind, pass at once (a sort
+// without a comparator: at most 1 048 576 elements). Any other call, and every call of
+// `concat` with a long or proxied array argument, `flat`, `flatMap` and the typed arrays'
+// `sort`, goes through the full checks of 36_array_checks.js, loaded the first time one is
+// needed.
 "use strict";
 
 const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
+const loadArrayChecks = host.loadArrayChecks;
 const SORT_LIMIT = 1048576;
-const MAX_LENGTH = 9007199254740991;
-// A length or index that only program code could tell.
-const UNKNOWN = -1;
+// `check(name, self, args)`, once loaded.
+let check;
 
-// Whether converting `v` to a number could run program code (or throw).
-function opaque(v) {
-  const t = typeof v;
-  return (t === "object" && v !== null) || t === "function" || t === "symbol" || t === "bigint";
-}
+// How a guarded method may pass at once on a plain array of modest length.
+const PASS = 0; // always
+const SORT = 1; // with a comparator, or at most SORT_LIMIT elements
+const CONCAT = 2; // when no argument is a long or proxied array
+const CHECK = 3; // never
 
-// ECMAScript ToLength (§7.1.20) of a primitive; UNKNOWN for anything else.
-function toLength(v) {
-  if (opaque(v)) return UNKNOWN;
-  const n = Number(v);
-  if (!(n > 0)) return 0;
-  return n >= MAX_LENGTH ? MAX_LENGTH : MathFloor(n);
-}
-
-// The `length` the built-in will read from `o`, when reading it runs no program code;
-// UNKNOWN when it would (a getter, a proxy, an object to convert).
-function peekLength(o) {
-  if (o === null || o === undefined) return 0; // the built-in throws its TypeError itself
-  let obj = typeof o === "object" || typeof o === "function" ? o : Object(o);
-  while (obj !== null) {
-    if (isProxy(obj)) return UNKNOWN;
-    const d = ObjectGetOwnPropertyDescriptor(obj, "length");
-    if (d !== undefined) {
-      return ObjectPrototypeHasOwnProperty(d, "value") ? toLength(d.value) : UNKNOWN;
-    }
-    obj = ObjectGetPrototypeOf(obj);
-  }
-  return 0;
-}
-
-// A relative index as the built-ins compute it (ToIntegerOrInfinity, then from the end when
-// negative, clamped to [0, len]); `absent` when `v` is undefined; UNKNOWN when converting
-// `v` could run program code.
-function relative(v, len, absent) {
-  if (v === undefined) return absent;
-  if (opaque(v)) return UNKNOWN;
-  let n = Number(v);
-  if (n !== n) n = 0;
-  n = n < 0 ? -MathFloor(-n) : MathFloor(n);
-  if (n < 0) return len + n < 0 ? 0 : len + n;
-  return n > len ? len : n;
-}
-
-// The delete count of `splice`/`toSpliced` (the second argument, clamped to what follows
-// `start`); UNKNOWN as for `relative`.
-function deleteCount(args, len, start) {
-  if (args.length === 0) return 0;
-  if (args.length === 1) return len - start;
-  const v = args[1];
-  if (opaque(v)) return UNKNOWN;
-  let n = Number(v);
-  n = n > 0 ? MathFloor(n) : 0;
-  return n > len - start ? len - start : n;
-}
-
-function refuse(name, length) {
-  return new RangeError(
-    name + "() on a length of " + length + " is refused: no array that long fits in the sandbox's memory",
-  );
-}
-
-// Replaces `target[name]` with a method that first calls `work(self, args)`, which returns
-// the number of indices the call would visit, or UNKNOWN to let it run.
-function install(target, name, work) {
+// Replaces `target[name]` with a method that passes at once as `kind` says, or else calls
+// `check` (as `checkName`) first.
+function install(target, name, kind, checkName) {
   const original = target[name];
   if (typeof original !== "function") return;
   const method = {
     [name](...args) {
-      const n = work(this, args);
-      if (n > limit) throw refuse(name, peekLength(this));
+      if (kind !== CHECK && !isProxy(this) && ArrayIsArray(this)) {
+        const len = this.length;
+        let pass = len <= limit;
+        if (pass && kind === SORT) pass = args[0] !== undefined || len <= SORT_LIMIT;
+        if (pass && kind === CONCAT) {
+          for (let i = 0; i < args.length && pass; i++) {
+            const a = args[i];
+            pass = !ArrayIsArray(a) || (!isProxy(a) && a.length <= limit);
+          }
+        }
+        if (pass) return ReflectApply(original, this, args);
+      }
+      if (check === undefined) {
+        check = loadArrayChecks({
+          __proto__: null,
+          isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
+          ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
+          TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError,
+        });
+      }
+      check(checkName, this, args);
       return ReflectApply(original, this, args);
     },
   }[name];
@@ -102,129 +73,14 @@ function install(target, name, work) {
   target[name] = method;
 }
 
-const whole = (self) => peekLength(self);
-
-// `Array.prototype.toString` calls `this.join`, so it is guarded through `join`.
-for (const name of ["join", "toLocaleString", "reverse", "shift"]) {
-  install(ArrayPrototype, name, whole);
+for (const name of ["join", "toLocaleString", "reverse", "shift", "unshift", "slice", "copyWithin", "splice", "toSpliced"]) {
+  install(ArrayPrototype, name, PASS, name);
 }
-
-install(ArrayPrototype, "unshift", (self, args) => (args.length === 0 ? 0 : peekLength(self)));
-
-install(ArrayPrototype, "slice", (self, args) => {
-  const len = peekLength(self);
-  if (len <= limit) return len;
-  const k = relative(args[0], len, 0);
-  const final = relative(args[1], len, len);
-  if (k === UNKNOWN || final === UNKNOWN) return len;
-  return final > k ? final - k : 0;
-});
-
-install(ArrayPrototype, "copyWithin", (self, args) => {
-  const len = peekLength(self);
-  if (len <= limit) return len;
-  const to = relative(args[0], len, 0);
-  const from = relative(args[1], len, 0);
-  const final = relative(args[2], len, len);
-  if (to === UNKNOWN || from === UNKNOWN || final === UNKNOWN) return len;
-  const count = final - from < len - to ? final - from : len - to;
-  return count > 0 ? count : 0;
-});
-
-install(ArrayPrototype, "splice", (self, args) => {
-  const len = peekLength(self);
-  if (len <= limit) return len;
-  const start = relative(args.length === 0 ? 0 : args[0], len, 0);
-  if (start === UNKNOWN) return len;
-  const removed = deleteCount(args, len, start);
-  if (removed === UNKNOWN) return len;
-  const items = args.length > 2 ? args.length - 2 : 0;
-  // The removed elements are copied out; the rest move only when the count changes.
-  return removed + items + (items === removed ? 0 : len - start - removed);
-});
-
-install(ArrayPrototype, "toSpliced", (self, args) => {
-  const len = peekLength(self);
-  if (len <= limit) return len;
-  const start = relative(args.length === 0 ? 0 : args[0], len, 0);
-  if (start === UNKNOWN) return len;
-  const skipped = deleteCount(args, len, start);
-  if (skipped === UNKNOWN) return len;
-  // The new array is built index by index.
-  return len - skipped + (args.length > 2 ? args.length - 2 : 0);
-});
-
-install(ArrayPrototype, "sort", (self, args) => {
-  const len = peekLength(self);
-  if (len <= limit && args[0] === undefined && len > SORT_LIMIT) {
-    throw new RangeError("sort() without a comparator on " + len + " elements is refused: pass a comparator (at most " + SORT_LIMIT + " elements sort without one)");
-  }
-  return len;
-});
-install(TypedArrayPrototype, "sort", (self, args) => {
-  let len = 0;
-  try {
-    len = TypedArrayPrototypeGetLength(self);
-  } catch {
-    return 0; // not a typed array: the built-in throws its TypeError
-  }
-  if (args[0] === undefined && len > SORT_LIMIT) {
-    throw new RangeError("sort() without a comparator on " + len + " elements is refused: pass a comparator (at most " + SORT_LIMIT + " elements sort without one)");
-  }
-  return 0;
-});
-
-install(ArrayPrototype, "concat", (self, args) => {
-  for (let i = 0; i < args.length; i++) {
-    if (ArrayIsArray(args[i])) {
-      const n = peekLength(args[i]);
-      if (n > limit) throw refuse("concat", n);
-    }
-  }
-  return peekLength(self);
-});
-
-// `flat` visits the elements of nested arrays up to its depth: each nested array is
-// checked as the array itself is.
-function checkNested(array, depth, name) {
-  const n = peekLength(array);
-  for (let i = 0; i < n; i++) {
-    const d = ObjectGetOwnPropertyDescriptor(array, i);
-    if (d === undefined || !ObjectPrototypeHasOwnProperty(d, "value")) continue;
-    const e = d.value;
-    if (ArrayIsArray(e) && !isProxy(e)) {
-      const len = peekLength(e);
-      if (len > limit) throw refuse(name, len);
-      if (depth > 1) checkNested(e, depth - 1, name);
-    }
-  }
-}
-
-install(ArrayPrototype, "flat", (self, args) => {
-  const len = peekLength(self);
-  if (len > limit) return len;
-  const depth = args[0] === undefined ? 1 : opaque(args[0]) ? 1 : Number(args[0]);
-  if (depth >= 1 && !isProxy(self)) checkNested(self, depth > 64 ? 64 : depth, "flat");
-  return len;
-});
-
-// `flatMap` flattens what its callback returns: each returned array is checked before the
-// built-in visits it. The callback is called as the built-in calls it (same `this` and
-// arguments); only its identity differs.
-install(ArrayPrototype, "flatMap", (self, args) => {
-  const fn = args[0];
-  if (typeof fn === "function") {
-    args[0] = function (...a) {
-      const r = ReflectApply(fn, this, a);
-      if (ArrayIsArray(r)) {
-        const n = peekLength(r);
-        if (n > limit) throw refuse("flatMap", n);
-      }
-      return r;
-    };
-  }
-  return peekLength(self);
-});
+install(ArrayPrototype, "sort", SORT, "sort");
+install(ArrayPrototype, "concat", CONCAT, "concat");
+install(ArrayPrototype, "flat", CHECK, "flat");
+install(ArrayPrototype, "flatMap", CHECK, "flatMap");
+install(TypedArrayPrototype, "sort", CHECK, "typedArraySort");
 
 // `Error.stackTraceLimit`: the engine's setter keeps the new value without releasing the
 // old one, so an object or string assigned and then replaced would stay allocated when the

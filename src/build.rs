@@ -15,14 +15,15 @@ fn main() {
     println!("cargo:rerun-if-changed=src/build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
-    let (prelude, inspect) = if native {
+    let [prelude, inspect, array_checks] = if native {
         compile_prelude().unwrap_or_else(|e| {
             println!("cargo:warning=the prelude could not be compiled at build time ({e}); it will be compiled at run time");
-            (Vec::new(), Vec::new())
+            Default::default()
         })
     } else {
-        (Vec::new(), Vec::new())
+        Default::default()
     };
     std::fs::write(out.join("prelude.bc"), prelude).expect("writing prelude.bc");
     std::fs::write(out.join("inspect.bc"), inspect).expect("writing inspect.bc");
+    std::fs::write(out.join("array_checks.bc"), array_checks).expect("writing array_checks.bc");
 }

@@ -37,6 +37,8 @@ pub(super) struct Host<'js> {
     log: Function<'js>,
     /// `loadInspect(primordials)` → `{ formatArgs, inspect }` (31_inspect.js).
     load_inspect: Function<'js>,
+    /// `loadArrayChecks(primordials)` → `check(name, self, args)` (36_array_checks.js).
+    load_array_checks: Function<'js>,
     /// `setTimer(id, milliseconds)`.
     set_timer: Function<'js>,
     /// `clearTimer(id)`.
@@ -156,6 +158,15 @@ impl<'js> Host<'js> {
             },
         )?;
 
+        let checks_floor = floor.clone();
+        let load_array_checks = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, primordials: Object<'js>| {
+                checks_floor.enter(&ctx)?;
+                prelude::load_array_checks(&ctx, primordials)
+            },
+        )?;
+
         let (log_state, log_flags) = (state.clone(), flags.clone());
         let log = Function::new(
             ctx.clone(),
@@ -216,6 +227,7 @@ impl<'js> Host<'js> {
             describe_tools,
             log,
             load_inspect,
+            load_array_checks,
             set_timer,
             clear_timer,
             clock,
@@ -236,6 +248,7 @@ impl<'js> Host<'js> {
         host.set("searchTools", self.search_tools)?;
         host.set("describeTools", self.describe_tools)?;
         host.set("loadInspect", self.load_inspect)?;
+        host.set("loadArrayChecks", self.load_array_checks)?;
         host.set("log", self.log)?;
         host.set("setTimer", self.set_timer)?;
         host.set("clearTimer", self.clear_timer)?;

@@ -18,11 +18,13 @@ include!("prelude_source.rs");
 /// (empty when it could not: a cross build, or a failure it reported as a warning).
 static BUILT_PRELUDE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.bc"));
 static BUILT_INSPECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/inspect.bc"));
+static BUILT_ARRAY_CHECKS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/array_checks.bc"));
 
-/// The prelude's bytecode: the prelude module and the inspect module.
+/// The prelude's bytecode: the prelude module and the two modules loaded on first use.
 struct Compiled {
     prelude: &'static [u8],
     inspect: &'static [u8],
+    array_checks: &'static [u8],
 }
 
 /// The bytecode of every prelude module: the build script's, or compiled on first use.
@@ -30,16 +32,21 @@ fn bytecode() -> Result<&'static Compiled, String> {
     static BYTECODE: OnceLock<Result<Compiled, String>> = OnceLock::new();
     BYTECODE
         .get_or_init(|| {
-            if !BUILT_PRELUDE.is_empty() && !BUILT_INSPECT.is_empty() {
+            if !BUILT_PRELUDE.is_empty()
+                && !BUILT_INSPECT.is_empty()
+                && !BUILT_ARRAY_CHECKS.is_empty()
+            {
                 return Ok(Compiled {
                     prelude: BUILT_PRELUDE,
                     inspect: BUILT_INSPECT,
+                    array_checks: BUILT_ARRAY_CHECKS,
                 });
             }
-            let (prelude, inspect) = compile_prelude()?;
+            let [prelude, inspect, array_checks] = compile_prelude()?;
             Ok(Compiled {
                 prelude: prelude.leak(),
                 inspect: inspect.leak(),
+                array_checks: array_checks.leak(),
             })
         })
         .as_ref()
@@ -81,6 +88,17 @@ pub(crate) fn load_inspect<'js>(
     engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
     engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
     run_module(ctx, compiled.inspect)?.call((primordials, engine))
+}
+
+/// Loads the array checks module (36_array_checks.js) with the primordials `P` it reads.
+/// Returns its `check(name, self, args)`, which throws a guarded call's `RangeError`.
+pub(crate) fn load_array_checks<'js>(
+    ctx: &Ctx<'js>,
+    primordials: Object<'js>,
+) -> rquickjs::Result<Function<'js>> {
+    let compiled = bytecode()
+        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
+    run_module(ctx, compiled.array_checks)?.call((primordials,))
 }
 
 /// What a proxy stands for: the target of its target, and so on, until one is not a proxy
@@ -180,6 +198,7 @@ mod tests {
         on_disk.sort();
         let mut listed: Vec<String> = PRELUDE.iter().map(|(n, _)| (*n).to_owned()).collect();
         listed.push(super::INSPECT.0.to_owned());
+        listed.push(super::ARRAY_CHECKS.0.to_owned());
         listed.sort();
         assert_eq!(on_disk, listed);
     }
@@ -189,18 +208,20 @@ mod tests {
         let compiled = super::bytecode().unwrap();
         assert!(!compiled.prelude.is_empty());
         assert!(!compiled.inspect.is_empty());
+        assert!(!compiled.array_checks.is_empty());
     }
 
     /// The build script's bytecode is what this engine writes from the same sources: the
     /// loader may trust it as its own.
     #[test]
     fn the_built_bytecode_is_what_this_engine_compiles() {
-        let (prelude, inspect) = super::compile_prelude().unwrap();
+        let [prelude, inspect, array_checks] = super::compile_prelude().unwrap();
         assert!(
             !super::BUILT_PRELUDE.is_empty(),
             "the build script compiled the prelude"
         );
         assert!(super::BUILT_PRELUDE == prelude.as_slice());
         assert!(super::BUILT_INSPECT == inspect.as_slice());
+        assert!(super::BUILT_ARRAY_CHECKS == array_checks.as_slice());
     }
 }

@@ -36,6 +36,13 @@ pub(crate) const INSPECT: (&str, &str) = (
     include_str!("../../js-prelude/31_inspect.js"),
 );
 
+/// Loaded on first use (see `load_array_checks`): (name, source), the body of
+/// `function (P) { … }`.
+pub(crate) const ARRAY_CHECKS: (&str, &str) = (
+    "36_array_checks.js",
+    include_str!("../../js-prelude/36_array_checks.js"),
+);
+
 fn module_name(file: &str) -> String {
     format!("codemode:prelude/{file}")
 }
@@ -62,9 +69,9 @@ fn prelude_module() -> String {
     out
 }
 
-/// The bytecode of the prelude module and of the inspect module, compiled by a fresh
-/// engine (sources and debug information stripped).
-fn compile_prelude() -> Result<(Vec<u8>, Vec<u8>), String> {
+/// The bytecode of the prelude module, the inspect module and the array checks module, in
+/// that order, compiled by a fresh engine (sources and debug information stripped).
+fn compile_prelude() -> Result<[Vec<u8>; 3], String> {
     let rt = rquickjs::Runtime::new().map_err(|e| e.to_string())?;
     let ctx = rquickjs::Context::full(&rt).map_err(|e| e.to_string())?;
     ctx.with(|ctx| {
@@ -84,6 +91,10 @@ fn compile_prelude() -> Result<(Vec<u8>, Vec<u8>), String> {
             INSPECT.0,
             format!("export default function (P, engine) {{{}\n}}", INSPECT.1),
         )?;
-        Ok((prelude, inspect))
+        let array_checks = compile(
+            ARRAY_CHECKS.0,
+            format!("export default function (P) {{{}\n}}", ARRAY_CHECKS.1),
+        )?;
+        Ok([prelude, inspect, array_checks])
     })
 }

@@ -611,6 +611,79 @@ async fn the_array_guards_read_length_once_and_refuse_only_large_work() {
     );
 }
 
+/// Calls on plain arrays of modest length pass at once; every other call is checked by a
+/// module loaded when first needed, which works as well after the program replaced every
+/// built-in the checks use.
+#[tokio::test]
+async fn the_array_guards_check_long_arrays_array_likes_and_arguments_on_first_need() {
+    let h = Harness::new(fast_limits());
+    let refused = |name: &str, length: u64| {
+        format!(
+            "{name}() on a length of {length} is refused: no array that long fits in the sandbox's memory"
+        )
+    };
+    let r = h
+        .ok(r#"
+const out = [];
+const attempt = (f) => { try { return f() } catch (e) { return e.name + ": " + e.message } };
+// Plain arrays of modest length, with and without a comparator.
+out.push([3, 1, 2].sort().join(","), [3, 1, 2].sort((a, b) => b - a).join(","));
+out.push([1].concat([2, 3], 4, new Proxy([5], {})).join(","));
+// A long plain array, as `this` and as an argument of `concat`.
+const long = []; long.length = 2 ** 31;
+out.push(attempt(() => long.join("")), attempt(() => [1].concat([2], long)));
+// A default sort of more than 1 048 576 elements; other calls on the same array pass.
+const many = new Array(1048577).fill(7);
+out.push(attempt(() => many.sort()), many.slice(-2).join(","));
+return out;
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!([
+            "1,2,3",
+            "3,2,1",
+            "1,2,3,4,5",
+            format!("RangeError: {}", refused("join", 1 << 31)),
+            format!("RangeError: {}", refused("concat", 1 << 31)),
+            "RangeError: sort() without a comparator on 1048577 elements is refused: pass a comparator (at most 1048576 elements sort without one)",
+            "7,7"
+        ])
+    );
+    // The first checked call comes after the program replaced what the checks use.
+    let r = h
+        .ok(r#"
+const seen = [];
+const spy = (name) => function () { seen.push(name); throw new Error(name) };
+const { join, slice } = Array.prototype;
+const apply = Reflect.apply;
+Object.getOwnPropertyDescriptor = spy("getOwnPropertyDescriptor");
+Object.getPrototypeOf = spy("getPrototypeOf");
+Object.prototype.hasOwnProperty = spy("hasOwnProperty");
+Reflect.apply = spy("Reflect.apply");
+Function.prototype.call = spy("call");
+Function.prototype.apply = spy("apply");
+Function.prototype.bind = spy("bind");
+Math.floor = spy("floor");
+globalThis.Number = spy("Number");
+globalThis.RangeError = spy("RangeError");
+Array.isArray = spy("isArray");
+for (const key of ["value", "get", "set", "isProxy", "limit", "join", "slice"]) {
+  Object.defineProperty(Object.prototype, key, { __proto__: null, get() { seen.push("get " + key); return undefined }, configurable: true });
+}
+let error;
+try { apply(join, { length: 2 ** 40 }, []) } catch (e) { error = e.message }
+const sparse = { length: 2 ** 40, [2 ** 40 - 1]: "z" };
+const tail = apply(slice, sparse, [2 ** 40 - 1]);
+return { error, tail, seen };
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({"error": refused("join", 1 << 40), "tail": ["z"], "seen": []})
+    );
+}
+
 #[tokio::test]
 async fn console_works_and_runs_no_program_code_when_prototypes_and_json_are_tampered_with() {
     let h = Harness::new(fast_limits());
