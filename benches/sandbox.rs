@@ -276,6 +276,11 @@ fn interleaved_ratios(
     let sequential = "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1";
     let medians = rounds::interleaved(ROUNDS, 7, |side| {
         rt.block_on(async {
+            // The pool's builder replaces the engines the warm side took: every side starts
+            // once it is idle again, so that it competes with none.
+            while pool.stats().idle < pool.size() {
+                tokio::time::sleep(Duration::from_micros(100)).await;
+            }
             let mut took = Duration::ZERO;
             match side {
                 0 => {

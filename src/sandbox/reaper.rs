@@ -91,3 +91,42 @@ pub(crate) fn reap_later<T: Send + 'static>(garbage: T) {
     };
     drop(garbage);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::thread::ThreadId;
+
+    use super::{FREE_IN_PLACE_UP_TO, Teardown, reap_engine};
+
+    /// Sends the thread that drops it.
+    struct Dropped(mpsc::Sender<ThreadId>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let _ = self.0.send(std::thread::current().id());
+        }
+    }
+
+    /// The thread that dropped what `reap_engine(held, teardown)` was handed.
+    fn dropped_on(held: usize, teardown: Teardown) -> ThreadId {
+        let (tx, rx) = mpsc::channel();
+        reap_engine(Dropped(tx), held, teardown);
+        rx.recv().expect("the engine was dropped")
+    }
+
+    #[test]
+    fn a_small_engine_built_for_its_run_is_freed_in_place_and_any_other_by_the_reaper() {
+        let here = std::thread::current().id();
+        assert_eq!(dropped_on(300 << 10, Teardown::InPlaceWhenSmall), here);
+        assert_eq!(
+            dropped_on(FREE_IN_PLACE_UP_TO, Teardown::InPlaceWhenSmall),
+            here
+        );
+        assert_ne!(
+            dropped_on(FREE_IN_PLACE_UP_TO + 1, Teardown::InPlaceWhenSmall),
+            here
+        );
+        assert_ne!(dropped_on(300 << 10, Teardown::Reaper), here);
+    }
+}
