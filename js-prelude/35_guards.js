@@ -47,7 +47,8 @@ function install(target, name, kind, checkName) {
       if (kind !== CHECK && !isProxy(this) && ArrayIsArray(this)) {
         const len = this.length;
         let pass = len <= limit;
-        if (pass && kind === SORT) pass = args[0] !== undefined || len <= SORT_LIMIT;
+        // `args` is the rest array: an index past its length would read the prototypes.
+        if (pass && kind === SORT) pass = (args.length > 0 && args[0] !== undefined) || len <= SORT_LIMIT;
         if (pass && kind === CONCAT) {
           for (let i = 0; i < args.length && pass; i++) {
             const a = args[i];

@@ -69,6 +69,10 @@ function deleteCount(args, len, start) {
   return n > len - start ? len - start : n;
 }
 
+// The argument at `i`, undefined when not passed: `args` is the wrapper's rest array, and an
+// index past its length would read `Array.prototype` and `Object.prototype`.
+const arg = (args, i) => (i < args.length ? args[i] : undefined);
+
 function refuse(name, length) {
   return new RangeError(
     name + "() on a length of " + length + " is refused: no array that long fits in the sandbox's memory",
@@ -109,17 +113,17 @@ const work = {
   slice(self, args) {
     const len = peekLength(self);
     if (len <= limit) return len;
-    const k = relative(args[0], len, 0);
-    const final = relative(args[1], len, len);
+    const k = relative(arg(args, 0), len, 0);
+    const final = relative(arg(args, 1), len, len);
     if (k === UNKNOWN || final === UNKNOWN) return len;
     return final > k ? final - k : 0;
   },
   copyWithin(self, args) {
     const len = peekLength(self);
     if (len <= limit) return len;
-    const to = relative(args[0], len, 0);
-    const from = relative(args[1], len, 0);
-    const final = relative(args[2], len, len);
+    const to = relative(arg(args, 0), len, 0);
+    const from = relative(arg(args, 1), len, 0);
+    const final = relative(arg(args, 2), len, len);
     if (to === UNKNOWN || from === UNKNOWN || final === UNKNOWN) return len;
     const count = final - from < len - to ? final - from : len - to;
     return count > 0 ? count : 0;
@@ -147,7 +151,7 @@ const work = {
   },
   sort(self, args) {
     const len = peekLength(self);
-    if (len <= limit && args[0] === undefined && len > SORT_LIMIT) throw refuseSort(len);
+    if (len <= limit && arg(args, 0) === undefined && len > SORT_LIMIT) throw refuseSort(len);
     return len;
   },
   typedArraySort(self, args) {
@@ -157,7 +161,7 @@ const work = {
     } catch {
       return 0; // not a typed array: the built-in throws its TypeError
     }
-    if (args[0] === undefined && len > SORT_LIMIT) throw refuseSort(len);
+    if (arg(args, 0) === undefined && len > SORT_LIMIT) throw refuseSort(len);
     return 0;
   },
   concat(self, args) {
@@ -172,7 +176,8 @@ const work = {
   flat(self, args) {
     const len = peekLength(self);
     if (len > limit) return len;
-    const depth = args[0] === undefined ? 1 : opaque(args[0]) ? 1 : Number(args[0]);
+    const d = arg(args, 0);
+    const depth = d === undefined ? 1 : opaque(d) ? 1 : Number(d);
     if (depth >= 1 && !isProxy(self)) checkNested(self, depth > 64 ? 64 : depth, "flat");
     return len;
   },
@@ -180,7 +185,7 @@ const work = {
   // built-in visits it. The callback is called as the built-in calls it (same `this` and
   // arguments); only its identity differs.
   flatMap(self, args) {
-    const fn = args[0];
+    const fn = arg(args, 0);
     if (typeof fn === "function") {
       args[0] = function (...a) {
         const r = ReflectApply(fn, this, a);

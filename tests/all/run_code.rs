@@ -682,6 +682,37 @@ return { error, tail, seen };
         r,
         json!({"error": refused("join", 1 << 40), "tail": ["z"], "seen": []})
     );
+    // An argument not passed is undefined to the checks, whatever the prototypes hold: it
+    // neither runs program code nor stands in for the argument.
+    let r = h
+        .ok(r#"
+let seen = "";
+const attempt = (f) => { try { return f() } catch (e) { return e.name + ": " + e.message } };
+for (const i of [0, 1, 2]) {
+  Object.defineProperty(Array.prototype, i, { __proto__: null, get() { seen += "Array.prototype[" + i + "] "; return 0 }, configurable: true });
+}
+const quiet = [[3, 1, 2].sort().join(), [[1], [2]].flat().join(), attempt(() => [1].flatMap()).slice(0, 9)];
+const refused = [
+  attempt(() => Array.prototype.slice.call({ length: 2 ** 32 - 1 }, 0)),
+  attempt(() => [new Array(2 ** 32 - 1)].flat()),
+  attempt(() => Array.prototype.copyWithin.call({ length: 2 ** 32 - 1 }, 0, 0)),
+];
+for (const i of [0, 1, 2]) delete Array.prototype[i];
+return { quiet, refused, seen };
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({
+            "quiet": ["1,2,3", "1,2", "TypeError"],
+            "refused": [
+                format!("RangeError: {}", refused("slice", (1 << 32) - 1)),
+                format!("RangeError: {}", refused("flat", (1 << 32) - 1)),
+                format!("RangeError: {}", refused("copyWithin", (1 << 32) - 1)),
+            ],
+            "seen": ""
+        })
+    );
 }
 
 #[tokio::test]
