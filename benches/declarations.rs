@@ -43,6 +43,7 @@ fn thousand_tools() -> Vec<ToolDecl> {
                     "Submit order batch {i}: validates, prices and queues the order for shipping."
                 ),
                 name,
+                annotations: Default::default(),
                 input_schema: input.clone(),
                 output_schema: output.clone(),
             }

@@ -4,7 +4,7 @@
 //! type-check their programs against (`codemode types`). The generator itself is the
 //! `codemode-codegen` crate, which takes plain data ([`ToolDecl`]).
 
-pub use codemode_codegen::{DeclarationError, Layout, SANDBOX_GLOBALS, ToolDecl};
+pub use codemode_codegen::{Annotations, DeclarationError, Layout, SANDBOX_GLOBALS, ToolDecl};
 
 use crate::dispatch::{Registry, tool_alias};
 
@@ -54,8 +54,7 @@ pub fn mcp_tool_decls(list: &serde_json::Value) -> Vec<ToolDecl> {
         .collect()
 }
 
-/// The tool for the generator; its annotations lead its description in a few words
-/// (`[read-only] Read a text file…`, `[destructive, open-world] Run a shell command…`).
+/// The tool for the generator.
 fn tool_decl(
     name: &str,
     description: &str,
@@ -64,16 +63,15 @@ fn tool_decl(
     output_schema: serde_json::Value,
 ) -> ToolDecl {
     let alias = tool_alias(name);
-    let tag = annotations.tag();
-    let description = if tag.is_empty() {
-        description.to_owned()
-    } else {
-        format!("[{tag}] {}", description.trim_start())
-    };
     ToolDecl {
         name: name.to_owned(),
         alias: (alias != name).then_some(alias),
-        description,
+        description: description.to_owned(),
+        annotations: Annotations {
+            read_only: annotations.read_only_hint,
+            destructive: annotations.destructive_hint,
+            open_world: annotations.open_world_hint,
+        },
         input_schema,
         output_schema,
     }

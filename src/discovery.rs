@@ -110,7 +110,7 @@ pub fn index(tools: &[ToolDecl], more: bool) -> String {
         for t in list {
             out.push_str("- ");
             out.push_str(&t.name);
-            let summary = summary(&t.description);
+            let summary = summary(&t.tagged_description());
             if !summary.is_empty() {
                 out.push_str(": ");
                 out.push_str(&summary);
@@ -159,17 +159,10 @@ fn words(name: &str) -> String {
 }
 
 /// What a tool is searched by: its name's words (twice: a name says the most), its
-/// description (without the `[read-only]`-style tag the declarations put first), and its
-/// parameters' names.
+/// description, and its parameters' names.
 fn searchable(t: &ToolDecl) -> String {
     let name = words(&t.name);
-    let description = match t.description.strip_prefix('[') {
-        Some(rest) => rest
-            .split_once("] ")
-            .map_or(t.description.as_str(), |(_, d)| d),
-        None => &t.description,
-    };
-    let mut text = format!("{name} {name} {description}");
+    let mut text = format!("{name} {name} {}", t.description);
     if let Some(props) = t
         .input_schema
         .get("properties")
@@ -309,6 +302,7 @@ mod tests {
             name: name.to_owned(),
             alias: None,
             description: format!("Does {name}. More."),
+            annotations: Default::default(),
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: serde_json::json!(true),
         };

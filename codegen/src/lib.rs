@@ -14,13 +14,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod notes;
 mod rust;
 mod ts;
 
 pub use rust::rust_types;
 pub use ts::{
-    DeclarationError, HEADER, Layout, PropertyHint, SANDBOX_GLOBALS, ToolDecl, declarations,
-    declarations_with, property_hint,
+    Annotations, DeclarationError, HEADER, Layout, PropertyHint, SANDBOX_GLOBALS, ToolDecl,
+    declarations, declarations_with, property_hint,
 };
 
 /// Whether a name is an ASCII JavaScript identifier. Shared with the `codemode` crate (which

@@ -36,6 +36,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use crate::notes::Notes;
+
 /// One tool as the declarations need it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolDecl {
@@ -45,10 +47,73 @@ pub struct ToolDecl {
     pub alias: Option<String>,
     /// What the model reads about the tool.
     pub description: String,
+    /// What its MCP annotations say of its effects, shown as a tag before the description.
+    pub annotations: Annotations,
     /// Arguments, as JSON Schema.
     pub input_schema: Value,
     /// Canonical output, as JSON Schema (`true` or `{}` when unknown).
     pub output_schema: Value,
+}
+
+/// The MCP tool annotations the declarations show (`readOnlyHint`, `destructiveHint`,
+/// `openWorldHint` of the MCP specification's `ToolAnnotations`; `None` when the hint is
+/// absent), as a tag before the tool's description: `[read-only]`, `[destructive]`,
+/// `[open-world]`, joined with `, `.
+///
+/// In [`Layout::Compact`], when most tools are read-only, that is said once in a comment
+/// (`// Tools are read-only unless tagged [writes] or [destructive].`) and every other tool is
+/// tagged instead: `[destructive]`, or
+/// `[writes]` (so a tool without hints, which the specification does not let a client
+/// assume read-only, is tagged `[writes]` there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// `readOnlyHint`: the tool does not change its environment.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`: its changes may destroy.
+    pub destructive: Option<bool>,
+    /// `openWorldHint`: it reaches an open world (the network).
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// The tag's words (`read-only`, `destructive, open-world`); empty when none applies.
+    /// `writes_tagged` is the compact layout's choice for a mostly read-only tool set.
+    fn tag(&self, writes_tagged: bool) -> String {
+        let read_only = self.read_only == Some(true);
+        let effect = if self.destructive == Some(true) && !read_only {
+            Some("destructive")
+        } else if writes_tagged {
+            (!read_only).then_some("writes")
+        } else {
+            read_only.then_some("read-only")
+        };
+        let world = (self.open_world == Some(true)).then_some("open-world");
+        let words: Vec<&str> = effect.into_iter().chain(world).collect();
+        words.join(", ")
+    }
+}
+
+/// Said once in compact declarations whose tools are mostly read-only (see
+/// [`Annotations`]).
+const READ_ONLY_NOTE: &str = "// Tools are read-only unless tagged [writes] or [destructive].\n";
+
+/// A tool's description led by its tag (`[read-only] Read a text file…`).
+fn tagged(description: &str, tag: &str) -> String {
+    if tag.is_empty() {
+        description.to_owned()
+    } else if description.is_empty() {
+        format!("[{tag}]")
+    } else {
+        format!("[{tag}] {description}")
+    }
+}
+
+impl ToolDecl {
+    /// The description led by the annotations' tag, as [`Layout::Pretty`] shows it
+    /// (`[read-only] Read a text file…`; the description alone when no tag applies).
+    pub fn tagged_description(&self) -> String {
+        tagged(self.description.trim(), &self.annotations.tag(false))
+    }
 }
 
 /// How the declarations are laid out.
@@ -227,7 +292,16 @@ pub fn declarations_with(tools: &[ToolDecl], layout: Layout) -> Result<String, D
     // shapes an earlier pass saw repeated; a shape that holds a named one reads differently
     // once that one is named, so passes go on (at most SHAPE_PASSES) until no new repeat
     // appears.
-    let mut shapes = Shapes::default();
+    let read_only = sorted
+        .iter()
+        .filter(|t| t.annotations.read_only == Some(true))
+        .count();
+    let mut shapes = Shapes {
+        notes: Notes::of(sorted.iter().map(|t| t.description.trim())),
+        // A `[read-only]` tag is about 4 tokens, `[writes]` 3 and the note 14.
+        writes_tagged: 4 * read_only > 3 * (sorted.len() - read_only) + 14,
+        ..Shapes::default()
+    };
     let mut out = render(&sorted, Some(&mut shapes));
     for _ in 1..SHAPE_PASSES {
         let before = shapes.repeated.len();
@@ -265,6 +339,10 @@ struct Shapes {
     named: std::collections::HashMap<String, String>,
     /// `type Name = …;` of each name given, in order.
     defs: String,
+    /// The sentences that recur across the tools' descriptions, written once.
+    notes: Notes,
+    /// Whether read-only goes unsaid and the other tools are tagged (see [`Annotations`]).
+    writes_tagged: bool,
 }
 
 /// One rendering of the declarations; `shapes` for the compact layout.
@@ -341,7 +419,7 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
             let signature = format!("(args{opt}: ToolArgsMap[{q}]): Promise<ToolOutputMap[{q}]>;");
             push_member(
                 &mut methods,
-                t.description.trim(),
+                &t.tagged_description(),
                 &format!("{}{signature}", key(&t.name)),
                 true,
             );
@@ -353,7 +431,12 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
             // Compact: the tool's description goes with its arguments; `tools` is a mapped
             // type over ToolArgsMap (which carries the descriptions over) plus the aliases;
             // outputs that are `unknown` are left to ToolOutputMap's index signature.
-            let doc = [t.description.trim(), arg_doc.as_str()]
+            let (description, writes_tagged) = match &shapes {
+                Some(s) => (s.notes.apply(t.description.trim()), s.writes_tagged),
+                None => (t.description.trim().into(), false),
+            };
+            let description = tagged(&description, &t.annotations.tag(writes_tagged));
+            let doc = [description.as_str(), arg_doc.as_str()]
                 .iter()
                 .filter(|d| !d.is_empty())
                 .copied()
@@ -387,6 +470,12 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
     if uses_integer {
         out.push_str("type integer = number;\n");
     }
+    if let Some(shapes) = &shapes {
+        if shapes.writes_tagged {
+            out.push_str(READ_ONLY_NOTE);
+        }
+        out.push_str(&shapes.notes.lines());
+    }
     if !pretty && open_objects {
         out.push_str(OPEN_OBJECTS_NOTE);
     }
@@ -406,12 +495,27 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         out.push_str("declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n  readonly toolName: string;\n}\n");
     } else {
         let _ = writeln!(out, "interface ToolArgsMap {{ {args}}}");
-        // Tools with the same output (and no doc on it) share one entry.
+        // Tools with the same output (and no doc on it) share one entry, which names the
+        // tools that do not have it when they are fewer (`Exclude<keyof ToolArgsMap, …>`).
         let mut extends = Vec::new();
         for ((ty, doc), tools) in &shared_outputs {
             if tools.len() > 1 && doc.is_empty() {
-                let names: Vec<String> = tools.iter().map(|n| quote(n)).collect();
-                extends.push(format!("Record<{}, {ty}>", names.join(" | ")));
+                let keys = if 2 * tools.len() > sorted.len() {
+                    let others: Vec<String> = sorted
+                        .iter()
+                        .filter(|t| !tools.contains(&t.name.as_str()))
+                        .map(|t| quote(&t.name))
+                        .collect();
+                    if others.is_empty() {
+                        "keyof ToolArgsMap".to_owned()
+                    } else {
+                        format!("Exclude<keyof ToolArgsMap, {}>", others.join(" | "))
+                    }
+                } else {
+                    let names: Vec<String> = tools.iter().map(|n| quote(n)).collect();
+                    names.join(" | ")
+                };
+                extends.push(format!("Record<{keys}, {ty}>"));
             } else {
                 for name in tools {
                     push_member(&mut outputs, doc, &format!("{}: {ty};", key(name)), false);
@@ -429,7 +533,7 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         );
         let _ = writeln!(
             out,
-            "type {METHOD}<K extends keyof ToolArgsMap> = {{}} extends ToolArgsMap[K] ? (args?: ToolArgsMap[K]) => Promise<ToolOutputMap[K]> : (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;"
+            "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
         );
         // Names with `-` or `.` are also reachable with `_` in their place (the alias rule
         // for them); other aliases are listed.
@@ -439,7 +543,15 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
                 .is_some_and(|a| a != t.name && a == dashes_and_dots(&t.name))
         });
         let keys = if aliased {
-            out.push_str(ALIAS_TYPE);
+            // The rule is applied to every name: it is written for the separators names
+            // have (`-`, `.` or both).
+            let dash = sorted.iter().any(|t| t.name.contains('-'));
+            let dot = sorted.iter().any(|t| t.name.contains('.'));
+            out.push_str(match (dash, dot) {
+                (true, false) => ALIAS_TYPE_DASH,
+                (false, true) => ALIAS_TYPE_DOT,
+                _ => ALIAS_TYPE,
+            });
             "K in keyof ToolArgsMap as K | Alias<K>"
         } else {
             "K in keyof ToolArgsMap"
@@ -467,12 +579,17 @@ const DISCOVERY_METHODS: &str = "  /** The tools that best match the words of `q
 ";
 
 /// Said once in compact declarations that leave out open objects' index signatures.
-const OPEN_OBJECTS_NOTE: &str =
-    "// Objects list the keys a tool reads; others are accepted and ignored.\n";
+const OPEN_OBJECTS_NOTE: &str = "// Object keys not listed are accepted and ignored.\n";
 
 /// The alias rule for names whose only characters outside an identifier's are `-` and `.`
 /// (see [`dashes_and_dots`]), as a type.
 const ALIAS_TYPE: &str = "type Alias<S> = S extends `${infer A}-${infer B}` | `${infer A}.${infer B}` ? `${Alias<A>}_${Alias<B>}` : S; // tools[\"a-b.c\"] is also tools.a_b_c\n";
+
+/// [`ALIAS_TYPE`] for names with `-` and no `.`.
+const ALIAS_TYPE_DASH: &str = "type Alias<S> = S extends `${infer A}-${infer B}` ? `${A}_${Alias<B>}` : S; // tools[\"a-b\"] is also tools.a_b\n";
+
+/// [`ALIAS_TYPE`] for names with `.` and no `-`.
+const ALIAS_TYPE_DOT: &str = "type Alias<S> = S extends `${infer A}.${infer B}` ? `${A}_${Alias<B>}` : S; // tools[\"a.b\"] is also tools.a_b\n";
 
 /// `name` with `-` and `.` replaced by `_`: the alias [`ALIAS_TYPE`] gives it.
 fn dashes_and_dots(name: &str) -> String {
@@ -1559,6 +1676,7 @@ mod tests {
             name: "t".into(),
             alias: None,
             description: String::new(),
+            annotations: Annotations::default(),
             input_schema: input,
             output_schema: json!({}),
         }])
@@ -1605,6 +1723,7 @@ mod tests {
             name: "my-tool".into(),
             alias: Some("my_tool".into()),
             description: "Does */ things.".into(),
+            annotations: Annotations::default(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string", "description": "A path"}, "n": {"type": ["integer", "null"]}}, "required": ["path"], "additionalProperties": false}),
             output_schema: json!({"type": "array", "items": {"enum": ["a", "b"]}}),
         }])
@@ -1658,12 +1777,119 @@ mod tests {
         assert!(!d.contains("@not {}"), "{d}");
     }
 
+    /// A tool for the compact layout's set-wide choices: `read_only` as its hint.
+    fn hinted(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> ToolDecl {
+        ToolDecl {
+            name: name.into(),
+            alias: None,
+            description: format!("Does {name}."),
+            annotations: Annotations {
+                read_only,
+                destructive,
+                open_world: None,
+            },
+            input_schema: json!({"type": "object", "additionalProperties": false}),
+            output_schema: json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false}),
+        }
+    }
+
+    #[test]
+    fn a_mostly_read_only_set_tags_the_others_and_says_so_once() {
+        let mut tools: Vec<ToolDecl> = (0..6)
+            .map(|i| hinted(&format!("r{i}"), Some(true), None))
+            .collect();
+        tools.push(hinted("w", Some(false), Some(false)));
+        tools.push(hinted("d", Some(false), Some(true)));
+        tools.push(hinted("u", None, None));
+        let mut world = hinted("net", Some(true), None);
+        world.annotations.open_world = Some(true);
+        tools.push(world);
+        let d = declarations_with(&tools, Layout::Compact).unwrap();
+        assert!(d.starts_with(READ_ONLY_NOTE), "{d}");
+        for doc in [
+            "/** Does r0. */ r0:",
+            "/** [writes] Does w. */ w:",
+            "/** [destructive] Does d. */ d:",
+            // No hint: MCP lets a client assume nothing, so it may write.
+            "/** [writes] Does u. */ u:",
+            "/** [open-world] Does net. */ net:",
+        ] {
+            assert!(d.contains(doc), "{doc} in {d}");
+        }
+        // The pretty layout tags each tool by what it says.
+        let p = declarations_with(&tools, Layout::Pretty).unwrap();
+        assert!(!p.contains(READ_ONLY_NOTE), "{p}");
+        for doc in [
+            "/** [read-only] Does r0. */",
+            "/** Does w. */",
+            "/** [destructive] Does d. */",
+            "/** Does u. */",
+            "/** [read-only, open-world] Does net. */",
+        ] {
+            assert!(p.contains(doc), "{doc} in {p}");
+        }
+        // Too few read-only tools: they are the ones tagged.
+        tools.truncate(2);
+        tools.push(hinted("w", Some(false), Some(false)));
+        let d = declarations_with(&tools, Layout::Compact).unwrap();
+        assert!(!d.contains(READ_ONLY_NOTE), "{d}");
+        assert!(d.contains("/** [read-only] Does r0. */ r0:"), "{d}");
+        assert!(d.contains("/** Does w. */ w:"), "{d}");
+    }
+
+    #[test]
+    fn a_shared_output_names_the_fewer_side_and_aliases_the_separators_names_have() {
+        let tools: Vec<ToolDecl> = ["a-x", "b-x", "c"]
+            .into_iter()
+            .map(|n| ToolDecl {
+                alias: (n != "c").then(|| n.replace('-', "_")),
+                ..hinted(n, None, None)
+            })
+            .chain([ToolDecl {
+                output_schema: json!({"type": "string"}),
+                ..hinted("d", None, None)
+            }])
+            .collect();
+        let d = declarations_with(&tools, Layout::Compact).unwrap();
+        assert!(
+            d.contains("interface ToolOutputMap extends Record<Exclude<keyof ToolArgsMap, \"d\">, { ok: boolean; }> { [tool: string]: unknown; d: string; }"),
+            "{d}"
+        );
+        assert!(d.contains(ALIAS_TYPE_DASH), "{d}");
+        // Half or fewer: the tools that share it are named.
+        let mut four = tools[1..].to_vec();
+        four.push(ToolDecl {
+            output_schema: json!({"type": "string"}),
+            ..hinted("e", None, None)
+        });
+        let two = declarations_with(&four, Layout::Compact).unwrap();
+        assert!(
+            two.contains("extends Record<\"b-x\" | \"c\", { ok: boolean; }>"),
+            "{two}"
+        );
+        // All of them: every key.
+        let all = declarations_with(&tools[..3], Layout::Compact).unwrap();
+        assert!(
+            all.contains("extends Record<keyof ToolArgsMap, { ok: boolean; }>"),
+            "{all}"
+        );
+        let dotted = |name: &str| ToolDecl {
+            alias: Some(name.replace(['-', '.'], "_")),
+            ..hinted(name, None, None)
+        };
+        let d = declarations_with(&[dotted("s.t")], Layout::Compact).unwrap();
+        assert!(d.contains(ALIAS_TYPE_DOT), "{d}");
+        let d = declarations_with(&[dotted("s.t"), dotted("u-v")], Layout::Compact).unwrap();
+        assert!(d.contains(ALIAS_TYPE), "{d}");
+    }
+
     #[test]
     fn colliding_members_are_refused() {
         let t = |name: &str, alias: Option<&str>| ToolDecl {
             name: name.into(),
             alias: alias.map(Into::into),
             description: String::new(),
+            annotations: Annotations::default(),
             input_schema: json!({}),
             output_schema: json!({}),
         };

@@ -220,21 +220,6 @@ impl ToolAnnotations {
     pub fn is_empty(&self) -> bool {
         *self == ToolAnnotations::default()
     }
-
-    /// The few words the declarations show: `read-only`, `destructive`, `open-world`,
-    /// comma-separated; empty when none applies.
-    pub fn tag(&self) -> String {
-        let mut words = Vec::new();
-        if self.is_read_only() {
-            words.push("read-only");
-        } else if self.destructive_hint == Some(true) {
-            words.push("destructive");
-        }
-        if self.open_world_hint == Some(true) {
-            words.push("open-world");
-        }
-        words.join(", ")
-    }
 }
 
 /// Whether a tool appears to models: in `tools` inside `run_code` and in

@@ -124,7 +124,7 @@ impl<'js> Host<'js> {
                 let found: Vec<serde_json::Value> = with_catalog(&search_state, |c| {
                     c.search(&query, limit)
                         .into_iter()
-                        .map(|t| serde_json::json!({"name": t.name, "description": t.description}))
+                        .map(|t| serde_json::json!({"name": t.name, "description": t.tagged_description()}))
                         .collect()
                 });
                 let slot = search_bridge.borrow();

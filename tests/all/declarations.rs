@@ -188,9 +188,19 @@ fn the_builtin_fixture_matches_the_builtin_tools() {
     let tools: Vec<Value> = builtin()
         .into_iter()
         .map(|t| {
+            let a = t.annotations;
+            let hints: serde_json::Map<String, Value> = [
+                ("readOnlyHint", a.read_only),
+                ("destructiveHint", a.destructive),
+                ("openWorldHint", a.open_world),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_owned(), Value::Bool(v?))))
+            .collect();
             serde_json::json!({
                 "name": t.name,
                 "description": t.description,
+                "annotations": hints,
                 "inputSchema": t.input_schema,
                 "outputSchema": t.output_schema,
             })

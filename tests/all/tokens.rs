@@ -56,12 +56,13 @@ fn compact_declarations_take_fewer_tokens_than_cloudflare_s() {
                 "{name} {encoding:?}: ours {o}, Cloudflare's {t}: {:.1} % fewer",
                 100.0 * (1.0 - o as f64 / t as f64)
             );
-            // The goal is 35 % fewer on each; these are the figures reached (see
-            // the README's table), pinned so that they cannot slip back.
+            // The goal is 35 % fewer on each. server-filesystem falls short: its
+            // descriptions alone are 963 of our tokens, which Cloudflare's output keeps
+            // too (see the README's table). These floors pin what is reached.
             let floor = match *name {
-                "server-everything" => 0.32,
-                "server-filesystem" => 0.23,
-                _ => 0.48,
+                "server-everything" => 0.35,
+                "server-filesystem" => 0.31,
+                _ => 0.50,
             };
             if o as f64 > (1.0 - floor) * t as f64 {
                 short.push(format!(

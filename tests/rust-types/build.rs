@@ -34,6 +34,7 @@ fn main() {
                 name: t["name"].as_str().unwrap_or_default().to_owned(),
                 alias: None,
                 description: t["description"].as_str().unwrap_or_default().to_owned(),
+                annotations: Default::default(),
                 input_schema: t["inputSchema"].clone(),
                 output_schema: t.get("outputSchema").cloned().unwrap_or(Value::Bool(true)),
             })

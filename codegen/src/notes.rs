@@ -1,0 +1,179 @@
+//! Sentences that recur across tools' descriptions, written once as numbered notes in the
+//! compact layout. A server that ends eleven descriptions with "Only works within allowed
+//! directories." gets one line `// ¹ Only works within allowed directories.` above the
+//! declarations, and each of those descriptions ends with ` ¹` instead.
+
+use std::collections::HashMap;
+
+/// Smallest saving, in bytes, for which a recurring sentence becomes a note: (uses − 1) ×
+/// its length. Below it, the note's line and marks save a reader too few tokens (about
+/// 4.5 bytes make a token of English) to be worth the detour.
+const MIN_SAVING: usize = 64;
+
+/// The notes of one set of descriptions, in the order their sentences first appear.
+#[derive(Default)]
+pub(crate) struct Notes {
+    sentences: Vec<String>,
+}
+
+impl Notes {
+    /// The sentences that recur across `descriptions` (in a description at most once each)
+    /// enough to save [`MIN_SAVING`] bytes as notes.
+    pub(crate) fn of<'a>(descriptions: impl IntoIterator<Item = &'a str>) -> Notes {
+        let mut uses: HashMap<&str, usize> = HashMap::new();
+        let mut order = Vec::new();
+        for d in descriptions {
+            let mut seen = Vec::new();
+            for s in sentences(d).map(|r| &d[r]) {
+                if candidate(s) && !seen.contains(&s) {
+                    seen.push(s);
+                    let n = uses.entry(s).or_insert(0);
+                    if *n == 0 {
+                        order.push(s);
+                    }
+                    *n += 1;
+                }
+            }
+        }
+        let sentences = order
+            .into_iter()
+            .filter(|s| (uses[s] - 1) * s.len() >= MIN_SAVING)
+            .map(str::to_owned)
+            .collect();
+        Notes { sentences }
+    }
+
+    /// One `// ¹ sentence` line per note; empty when there is none.
+    pub(crate) fn lines(&self) -> String {
+        let mut out = String::new();
+        for (i, s) in self.sentences.iter().enumerate() {
+            for piece in ["// ", &mark(i + 1), " ", s, "\n"] {
+                out.push_str(piece);
+            }
+        }
+        out
+    }
+
+    /// `description` without the sentences that are notes, followed by their marks
+    /// (`Make line-based edits to a text file. ¹`); unchanged when it has none.
+    pub(crate) fn apply<'a>(&self, description: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.sentences.is_empty() {
+            return description.into();
+        }
+        let mut kept = Vec::new();
+        let mut marks = Vec::new();
+        for s in sentences(description).map(|r| &description[r]) {
+            match self.sentences.iter().position(|n| n == s) {
+                Some(i) if !marks.contains(&i) => marks.push(i),
+                Some(_) => {}
+                None => kept.push(s),
+            }
+        }
+        if marks.is_empty() {
+            return description.into();
+        }
+        marks.sort_unstable();
+        let mut out = kept.join(" ");
+        for i in marks {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&mark(i + 1));
+        }
+        out.into()
+    }
+}
+
+/// Whether a sentence may be a note: it ends a sentence and stays on one line.
+fn candidate(s: &str) -> bool {
+    s.ends_with(['.', '!', '?']) && !s.contains(['\n', '\r', '\u{2028}', '\u{2029}'])
+}
+
+/// The sentences of `text` as byte ranges: each ends after `.`, `!` or `?` followed by a
+/// space (or at the end of the text), without the spaces between them; what follows the
+/// last such end is one more range.
+fn sentences(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        while start < bytes.len() && bytes[start] == b' ' {
+            start += 1;
+        }
+        if start >= bytes.len() {
+            return None;
+        }
+        let from = start;
+        let mut end = bytes.len();
+        for i in from..bytes.len() {
+            if matches!(bytes[i], b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|b| *b == b' ')
+            {
+                end = i + 1;
+                break;
+            }
+        }
+        start = end;
+        Some(from..end)
+    })
+}
+
+/// `n` in superscript digits (`¹`, `¹²`).
+fn mark(n: usize) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    n.to_string()
+        .bytes()
+        .map(|d| DIGITS[usize::from(d - b'0')])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WITHIN: &str = "Only works within allowed directories.";
+
+    #[test]
+    fn a_sentence_in_enough_descriptions_becomes_one_note_and_a_mark() {
+        let a = format!("Read a file. {WITHIN}");
+        let b = format!("{WITHIN} List a folder.  Sorted by name.");
+        let c = format!("Write a file.   {WITHIN}");
+        let notes = Notes::of([a.as_str(), b.as_str(), c.as_str(), "Other."]);
+        assert_eq!(notes.lines(), format!("// ¹ {WITHIN}\n"));
+        assert_eq!(notes.apply(&a), "Read a file. ¹");
+        assert_eq!(notes.apply(&b), "List a folder. Sorted by name. ¹");
+        assert_eq!(notes.apply(&c), "Write a file. ¹");
+        assert_eq!(notes.apply("Other."), "Other.");
+        assert_eq!(notes.apply(WITHIN), "¹");
+    }
+
+    #[test]
+    fn short_rare_multiline_or_unfinished_sentences_stay_where_they_are() {
+        // Twice, 38 bytes: saves less than MIN_SAVING.
+        let a = format!("A. {WITHIN}");
+        let b = format!("B. {WITHIN}");
+        assert_eq!(Notes::of([a.as_str(), b.as_str()]).lines(), "");
+        // Twice in one description counts once.
+        let twice = format!("{WITHIN} {WITHIN}");
+        assert_eq!(Notes::of([twice.as_str(), "x"]).lines(), "");
+        // Across a line break, or without a final stop.
+        let multi = "First line\nsecond line of the same long sentence, repeated.";
+        let open = "A sentence without its full stop that goes on and on and on";
+        for d in [multi, open] {
+            assert_eq!(Notes::of([d, d, d, d]).lines(), "", "{d:?}");
+        }
+    }
+
+    #[test]
+    fn many_notes_are_numbered_in_order_of_first_use() {
+        let texts: Vec<String> = (0..12)
+            .map(|i| format!("Sentence number {i} is long enough to become a note."))
+            .collect();
+        let description = texts.join(" ");
+        let notes = Notes::of([description.as_str(), description.as_str(), &description]);
+        let lines = notes.lines();
+        assert!(lines.starts_with("// ¹ Sentence number 0 "), "{lines}");
+        assert!(lines.contains("\n// ¹² Sentence number 11 "), "{lines}");
+        assert_eq!(notes.apply(&description), "¹ ² ³ ⁴ ⁵ ⁶ ⁷ ⁸ ⁹ ¹⁰ ¹¹ ¹²");
+        assert_eq!(mark(0), "⁰");
+        assert_eq!(mark(305), "³⁰⁵");
+    }
+}
