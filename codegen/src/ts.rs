@@ -527,10 +527,14 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         } else {
             format!("extends {} ", extends.join(", "))
         };
-        let _ = writeln!(
-            out,
-            "interface ToolOutputMap {extends}{{ [tool: string]: unknown; {outputs}}}"
-        );
+        // The index signature stands for the tools whose output is `unknown`.
+        let with_output: usize = shared_outputs.values().map(Vec::len).sum();
+        let rest = if with_output < sorted.len() {
+            "[tool: string]: unknown; "
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "interface ToolOutputMap {extends}{{ {rest}{outputs}}}");
         let _ = writeln!(
             out,
             "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
@@ -1852,7 +1856,7 @@ mod tests {
             .collect();
         let d = declarations_with(&tools, Layout::Compact).unwrap();
         assert!(
-            d.contains("interface ToolOutputMap extends Record<Exclude<keyof ToolArgsMap, \"d\">, { ok: boolean; }> { [tool: string]: unknown; d: string; }"),
+            d.contains("interface ToolOutputMap extends Record<Exclude<keyof ToolArgsMap, \"d\">, { ok: boolean; }> { d: string; }"),
             "{d}"
         );
         assert!(d.contains(ALIAS_TYPE_DASH), "{d}");
@@ -1870,8 +1874,22 @@ mod tests {
         // All of them: every key.
         let all = declarations_with(&tools[..3], Layout::Compact).unwrap();
         assert!(
-            all.contains("extends Record<keyof ToolArgsMap, { ok: boolean; }>"),
+            all.contains(
+                "interface ToolOutputMap extends Record<keyof ToolArgsMap, { ok: boolean; }> { }"
+            ),
             "{all}"
+        );
+        // A tool whose output is unknown is left to the index signature.
+        let unknown = ToolDecl {
+            output_schema: json!(true),
+            ..hinted("z", None, None)
+        };
+        let some = declarations_with(&[tools[0].clone(), unknown], Layout::Compact).unwrap();
+        assert!(
+            some.contains(
+                "interface ToolOutputMap { [tool: string]: unknown; \"a-x\": { ok: boolean; }; }"
+            ),
+            "{some}"
         );
         let dotted = |name: &str| ToolDecl {
             alias: Some(name.replace(['-', '.'], "_")),
