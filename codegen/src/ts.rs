@@ -124,7 +124,11 @@ pub enum Layout {
     #[default]
     Pretty,
     /// Objects on one line, no indentation: for a tool description the model reads.
-    /// Nothing is left out.
+    /// What repeats is said once: object types written out twice or more are named,
+    /// tools with the same output share one entry, sentences that recur across
+    /// descriptions become numbered notes (`// ¹ …`, each description ending with its
+    /// marks), and a mostly read-only tool set tags its other tools instead (see
+    /// [`Annotations`]). Nothing is left out.
     Compact,
 }
 
