@@ -19,7 +19,7 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::driver::{EngineKey, Parked};
 use super::reaper::Teardown;
@@ -99,12 +99,22 @@ struct State {
     key: Option<EngineKey>,
     idle: Vec<Parked>,
     builder_started: bool,
+    /// The builder sleeps until woken: only then does a run pay for waking it.
+    builder_asleep: bool,
     stopped: bool,
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The builder's sleep until a run or the pool's end wakes it.
+    fn sleep<'a>(&self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        st.builder_asleep = true;
+        st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+        st.builder_asleep = false;
+        st
     }
 }
 
@@ -122,6 +132,7 @@ impl EnginePool {
                         key: None,
                         idle: Vec::new(),
                         builder_started: false,
+                        builder_asleep: false,
                         stopped: false,
                     }),
                     wake: Condvar::new(),
@@ -158,7 +169,7 @@ impl EnginePool {
         if shared.size == 0 {
             return None;
         }
-        let (taken, stale, start_builder) = {
+        let (taken, stale, start_builder, asleep) = {
             let mut st = shared.lock();
             let stale = if st.key.as_ref() == Some(key) {
                 Vec::new()
@@ -168,7 +179,7 @@ impl EnginePool {
             };
             let taken = st.idle.pop();
             let start_builder = !std::mem::replace(&mut st.builder_started, true);
-            (taken, stale, start_builder)
+            (taken, stale, start_builder, st.builder_asleep)
         };
         shared
             .discarded
@@ -177,7 +188,10 @@ impl EnginePool {
         if start_builder && !self.spawn_builder() {
             shared.lock().builder_started = false;
         }
-        shared.wake.notify_all();
+        // A builder at work sees the idle list when it is done.
+        if asleep {
+            shared.wake.notify_all();
+        }
         let counter = if taken.is_some() {
             &shared.warm
         } else {
@@ -211,7 +225,7 @@ fn build_loop(shared: &Shared) {
                 }
                 match &st.key {
                     Some(key) if st.idle.len() < shared.size => break key.clone(),
-                    _ => st = shared.wake.wait(st).unwrap_or_else(PoisonError::into_inner),
+                    _ => st = shared.sleep(st),
                 }
             }
         };
@@ -219,8 +233,7 @@ fn build_loop(shared: &Shared) {
         let Ok(parked) = built else {
             // An engine that cannot start here will not start for a run either; the runs
             // report why. Wait for the next change rather than retry in a loop.
-            let st = shared.lock();
-            let _unused = shared.wake.wait(st);
+            drop(shared.sleep(shared.lock()));
             continue;
         };
         shared.built.fetch_add(1, Ordering::Relaxed);
