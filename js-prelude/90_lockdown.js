@@ -36,10 +36,11 @@ internals.reportUnhandled = function reportUnhandled(main) {
 };
 
 // The runner the host calls for a program with `export default`: runs the program
-// function and, when it returns the exported value (`exported()`) and that is a function,
+// function with its state, and, when it returns the exported value (`state.exported`, an
+// own data property of an object without prototype) and that is a function,
 // calls it. A class is not called (it needs `new`): it is the result, which is not JSON.
-internals.runDefault = async function runDefault(main, exported) {
-  const value = await main();
-  const call = typeof value === "function" && value === exported() && !isClass(value);
+internals.runDefault = async function runDefault(main, state) {
+  const value = await main(state);
+  const call = typeof value === "function" && value === state.exported && !isClass(value);
   return call ? await value() : value;
 };

@@ -16,7 +16,7 @@
 //!    `async function main()` never called (it is called); [`awaits`] numbers every `await`
 //!    so a run can say where the program waits.
 //! 4. The edited body is put inside the [`wrapper`](mod@wrapper)
-//!    (`(async function program() {` … `})`, opening on the body's first line).
+//!    (`0,async function program(STATE) {` … `}`, opening on the body's first line).
 //! 5. [`strip`]: TypeScript syntax is stripped with `swc_ts_fast_strip` (types become
 //!    spaces, so lines and columns are kept), and a NUL is written as its escape (the
 //!    engine takes its source as a C string).
@@ -43,17 +43,18 @@ pub(crate) use self::parse::with_parse_stack;
 pub(crate) use self::positions::LineIndex;
 use self::positions::PositionMap;
 use self::strip::{has_type_syntax, strip_types};
+pub(crate) use self::wrapper::{AWAIT_KEY, EXPORTED_KEY, IMPLICIT_KEY};
 use self::wrapper::{prefix_chars, wrapper};
 
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
-    /// JavaScript whose completion value is `[program, lastAwait, implicit, exported]`:
-    /// the async function to call, a function returning the number of the await the
-    /// program last reached (0 before the first; see [`wrapper::Wrapper::mark`]), a
-    /// function returning whether the program's result is the value of its last expression
-    /// statement rather than a `return` (see [`wrapper::Wrapper::implicit`]), and a
-    /// function returning the `export default` value (see [`wrapper::Wrapper::default`]).
+    /// JavaScript whose completion value is the async function to call with the run's
+    /// state object: no prototype, and own data properties [`AWAIT_KEY`] (0: the number of
+    /// the await the program last reached), [`IMPLICIT_KEY`] (`false`: whether the
+    /// program's result is the value of its last expression statement rather than a
+    /// `return`) and [`EXPORTED_KEY`] (`undefined`: the `export default` value), which the
+    /// program writes as it runs (see [`mod@wrapper`]).
     pub(crate) code: String,
     /// When the program has `export default <expr>`: a result that is the exported value
     /// is called when it is a function.

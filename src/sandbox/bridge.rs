@@ -43,9 +43,9 @@ pub(super) struct Bridge<'js> {
     /// `failed` and `toolError` of the prelude (see [`Internals`]).
     failed: Function<'js>,
     tool_error: Function<'js>,
-    /// The program's `() => lastAwait` (see the await mark in `src/program/wrapper.rs`), once
-    /// evaluated.
-    pub(super) last_await: RefCell<Option<Function<'js>>>,
+    /// The program's state object (see `src/program/wrapper.rs`), once the program is
+    /// evaluated: its await mark says where the program waits.
+    pub(super) program_state: RefCell<Option<Object<'js>>>,
     /// The promises of calls in flight or queued, by call id.
     pending: RefCell<HashMap<CallId, Waiting<'js>, FxBuild>>,
 }
@@ -70,18 +70,23 @@ impl<'js> Bridge<'js> {
             promise,
             failed: internals.failed.clone(),
             tool_error: internals.tool_error.clone(),
-            last_await: RefCell::default(),
+            program_state: RefCell::default(),
             pending: RefCell::default(),
         })
     }
 
-    /// The number of the await the program last reached (0: none yet).
+    /// The number of the await the program last reached (0: none yet). A read of an own
+    /// data property: no JavaScript runs.
     pub(super) fn site(&self) -> usize {
-        self.last_await
+        self.program_state
             .borrow()
             .as_ref()
-            .filter(|f| self.prims.floor.room(f.ctx()))
-            .and_then(|f| f.call(()).ok())
+            .and_then(|state| {
+                state
+                    .get::<_, Option<usize>>(crate::program::AWAIT_KEY)
+                    .ok()
+            })
+            .flatten()
             .unwrap_or(0)
     }
 

@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
 use rquickjs::context::EvalOptions;
+use rquickjs::object::Property;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Array, AsyncRuntime, Ctx, Function, Promise, Value};
+use rquickjs::{AsyncRuntime, Ctx, Function, Object, Promise, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{
@@ -567,11 +568,11 @@ impl Driver<'_> {
             js.prims.floor.clone(),
         )
         .map_err(engine_error)?;
-        let (main, implicit, exported) = self.evaluate(ctx, js)?;
+        let (main, program_state) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
-            js.internals.run_default.call((main, exported))
+            js.internals.run_default.call((main, program_state.clone()))
         } else {
-            main.call(())
+            main.call((program_state.clone(),))
         };
         // The program's first steps may have entered host functions deep down.
         js.prims.floor.rebase(ctx);
@@ -580,7 +581,7 @@ impl Driver<'_> {
             Err(rquickjs::Error::Exception) => return Err(self.caught(ctx, js)),
             Err(e) => return Err(engine_error(e)),
         };
-        let result = self.event_loop(ctx, js, &promise, &implicit).await;
+        let result = self.event_loop(ctx, js, &promise, &program_state).await;
         js.prims.floor.rebase(ctx);
         engine::report_deferred_rejections(ctx);
         // A paused run reports nothing yet: its program goes on after the resume, which
@@ -596,25 +597,39 @@ impl Driver<'_> {
         result
     }
 
-    /// Evaluates the program text: its main function, the function that says whether its
-    /// result is implicit and the one that returns its `export default` value (and the
-    /// bridge learns the program's last-await function).
+    /// Evaluates the program text: its main function, and the state object it is to be
+    /// called with (see [`Program::code`]), which the bridge also keeps for the await mark.
     fn evaluate<'js>(
         &self,
         ctx: &Ctx<'js>,
         js: &Js<'js>,
-    ) -> Result<(Function<'js>, Function<'js>, Function<'js>), ProgramError> {
+    ) -> Result<(Function<'js>, Object<'js>), ProgramError> {
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
         options.filename = Some(PROGRAM_FILE.to_owned());
-        let evaluated: rquickjs::Result<Array<'js>> =
+        let evaluated: rquickjs::Result<Function<'js>> =
             ctx.eval_with_options(self.program.code.as_str(), options);
-        match evaluated.and_then(|parts| {
+        match evaluated.and_then(|main| {
+            // No prototype, and data properties that cannot become accessors: reading
+            // them never runs the program's code (a non-strict program can reach the
+            // object as `arguments[0]`).
+            let state = Object::new(ctx.clone())?;
+            state.set_prototype(None)?;
+            let data = |v: Value<'js>| Property::from(v).writable().enumerable();
+            state.prop(program::AWAIT_KEY, data(Value::new_int(ctx.clone(), 0)))?;
+            state.prop(
+                program::IMPLICIT_KEY,
+                data(Value::new_bool(ctx.clone(), false)),
+            )?;
+            state.prop(
+                program::EXPORTED_KEY,
+                data(Value::new_undefined(ctx.clone())),
+            )?;
             if let Some(b) = js.bridge.borrow().as_ref() {
-                *b.last_await.borrow_mut() = Some(parts.get(1)?);
+                *b.program_state.borrow_mut() = Some(state.clone());
             }
-            Ok((parts.get(0)?, parts.get(2)?, parts.get(3)?))
+            Ok((main, state))
         }) {
             Ok(main) => Ok(main),
             Err(rquickjs::Error::Exception) => Err(self.caught(ctx, js)),
@@ -629,7 +644,7 @@ impl Driver<'_> {
         ctx: &Ctx<'js>,
         js: &Js<'js>,
         promise: &Promise<'js>,
-        implicit: &Function<'js>,
+        program_state: &Object<'js>,
     ) -> Result<Option<serde_json::Value>, ProgramError> {
         // Made once: a timer and a listener set up again at every turn of the loop would
         // cost a timer-wheel entry and a lock on the signal's tree per call.
@@ -668,7 +683,9 @@ impl Driver<'_> {
                     };
                     // Read after the promise settled: the flag is set just before the
                     // program's function returns its last expression's value.
-                    let implicit = implicit.call::<_, bool>(()).unwrap_or(false);
+                    let implicit = program_state
+                        .get::<_, bool>(program::IMPLICIT_KEY)
+                        .unwrap_or(false);
                     return self.convert_result(ctx, js, value, implicit);
                 }
                 PromiseState::Rejected => {

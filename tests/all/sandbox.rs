@@ -220,6 +220,27 @@ async fn the_await_marks_never_touch_the_program_s_own_names() {
 }
 
 #[tokio::test]
+async fn the_program_s_state_object_cannot_be_turned_against_the_host() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    // A non-strict program reaches the state the host handed its function as
+    // `arguments[0]`: it has no prototype, and its properties cannot become accessors (the
+    // host reads them with no JavaScript running).
+    let r = h
+        .ok("const s = arguments[0]; const keys = Object.keys(s); let refused = 0; for (const k of keys) { try { Object.defineProperty(s, k, { get() { for (;;) {} } }); } catch (e) { refused++; } } try { delete s.at; } catch (e) {} return [arguments.length, Object.getPrototypeOf(s), keys, refused]")
+        .await;
+    assert_eq!(r, json!([1, null, ["at", "implicit", "exported"], 3]));
+    // A mark it overwrote with nonsense only loses where the program waits.
+    let e = h
+        .err("const s = arguments[0];\nawait (s.at = 1e300, new Promise(() => {}));")
+        .await;
+    assert_eq!(e["name"], "DeadlockError", "{e:#}");
+    assert_eq!(e["line"], json!(null), "{e:#}");
+    // Frozen, the state keeps its values: the last expression is still the result.
+    assert_eq!(h.ok("Object.freeze(arguments[0]); 5").await, json!(5));
+}
+
+#[tokio::test]
 async fn calls_run_concurrently_bounded_by_max_in_flight() {
     let peak = Arc::new(AtomicUsize::new(0));
     let now = Arc::new(AtomicUsize::new(0));
@@ -433,7 +454,7 @@ async fn export_default_runs_as_in_a_module() {
         .run("export default () => { console.log(new Error('e').stack.split('\\n')[0].trim()); return 1 }")
         .await;
     assert_eq!(
-        v["logs"][0]["text"], "at default (program.js:1:259)",
+        v["logs"][0]["text"], "at default (program.js:1:154)",
         "{v:#}"
     );
     // Only the exported value is called: a function the program returns otherwise is not.
