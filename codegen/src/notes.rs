@@ -14,33 +14,41 @@ const MIN_SAVING: usize = 64;
 #[derive(Default)]
 pub(crate) struct Notes {
     sentences: Vec<String>,
+    /// Sentence → its place in `sentences`.
+    index: HashMap<String, usize>,
 }
 
 impl Notes {
     /// The sentences that recur across `descriptions` (in a description at most once each)
     /// enough to save [`MIN_SAVING`] bytes as notes.
     pub(crate) fn of<'a>(descriptions: impl IntoIterator<Item = &'a str>) -> Notes {
-        let mut uses: HashMap<&str, usize> = HashMap::new();
+        // Sentence → (uses, the last description it was counted in).
+        let mut uses: HashMap<&str, (usize, usize)> = HashMap::new();
         let mut order = Vec::new();
-        for d in descriptions {
-            let mut seen = Vec::new();
-            for s in sentences(d).map(|r| &d[r]) {
-                if candidate(s) && !seen.contains(&s) {
-                    seen.push(s);
-                    let n = uses.entry(s).or_insert(0);
-                    if *n == 0 {
-                        order.push(s);
-                    }
-                    *n += 1;
+        for (i, d) in descriptions.into_iter().enumerate() {
+            for s in sentences(d).map(|r| &d[r]).filter(|s| candidate(s)) {
+                let (n, last) = uses.entry(s).or_insert((0, usize::MAX));
+                if *last == i {
+                    continue;
                 }
+                if *n == 0 {
+                    order.push(s);
+                }
+                *n += 1;
+                *last = i;
             }
         }
-        let sentences = order
+        let sentences: Vec<String> = order
             .into_iter()
-            .filter(|s| (uses[s] - 1) * s.len() >= MIN_SAVING)
+            .filter(|s| (uses[s].0 - 1) * s.len() >= MIN_SAVING)
             .map(str::to_owned)
             .collect();
-        Notes { sentences }
+        let index = sentences
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), i))
+            .collect();
+        Notes { sentences, index }
     }
 
     /// One `// ¹ sentence` line per note; empty when there is none.
@@ -63,9 +71,8 @@ impl Notes {
         let mut kept = Vec::new();
         let mut marks = Vec::new();
         for s in sentences(description).map(|r| &description[r]) {
-            match self.sentences.iter().position(|n| n == s) {
-                Some(i) if !marks.contains(&i) => marks.push(i),
-                Some(_) => {}
+            match self.index.get(s) {
+                Some(&i) => marks.push(i),
                 None => kept.push(s),
             }
         }
@@ -73,6 +80,7 @@ impl Notes {
             return description.into();
         }
         marks.sort_unstable();
+        marks.dedup();
         let mut out = kept.join(" ");
         for i in marks {
             if !out.is_empty() {
@@ -84,14 +92,18 @@ impl Notes {
     }
 }
 
-/// Whether a sentence may be a note: it ends a sentence and stays on one line.
+/// Whether a sentence may be a note: it starts with a capital letter, ends a sentence
+/// and stays on one line.
 fn candidate(s: &str) -> bool {
-    s.ends_with(['.', '!', '?']) && !s.contains(['\n', '\r', '\u{2028}', '\u{2029}'])
+    s.starts_with(char::is_uppercase)
+        && s.ends_with(['.', '!', '?'])
+        && !s.contains(['\n', '\r', '\u{2028}', '\u{2029}'])
 }
 
-/// The sentences of `text` as byte ranges: each ends after `.`, `!` or `?` followed by a
-/// space (or at the end of the text), without the spaces between them; what follows the
-/// last such end is one more range.
+/// The sentences of `text` as byte ranges: each ends after `.`, `!` or `?` followed by
+/// spaces and a capital letter (or at the end of the text), without the spaces between
+/// them; what follows the last such end is one more range. A stop followed by a small
+/// letter or a digit ends no sentence (`e.g. a file`, `Steps: 1. open`).
 fn sentences(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -105,7 +117,12 @@ fn sentences(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let from = start;
         let mut end = bytes.len();
         for i in from..bytes.len() {
-            if matches!(bytes[i], b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|b| *b == b' ')
+            if !matches!(bytes[i], b'.' | b'!' | b'?') {
+                continue;
+            }
+            let rest = &text[i + 1..];
+            let next = rest.trim_start_matches(' ');
+            if rest.is_empty() || (next.len() < rest.len() && next.starts_with(char::is_uppercase))
             {
                 end = i + 1;
                 break;
@@ -160,6 +177,35 @@ mod tests {
         for d in [multi, open] {
             assert_eq!(Notes::of([d, d, d, d]).lines(), "", "{d:?}");
         }
+    }
+
+    #[test]
+    fn abbreviations_and_numbered_steps_end_no_sentence() {
+        let d = "Search for things, e.g. files or folders. Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it.";
+        let all: Vec<&str> = sentences(d).map(|r| &d[r]).collect();
+        assert_eq!(
+            all,
+            [
+                "Search for things, e.g. files or folders.",
+                "Tool number 1 does stuff, i.e. it works.",
+                "Steps: 1. open it 2. read it."
+            ]
+        );
+        let e = d.replace("number 1", "number 2");
+        let f = d.replace("number 1", "number 3");
+        let notes = Notes::of([d, e.as_str(), f.as_str()]);
+        // The steps, three times 29 bytes, save less than MIN_SAVING.
+        assert_eq!(
+            notes.lines(),
+            "// ¹ Search for things, e.g. files or folders.\n"
+        );
+        assert_eq!(
+            notes.apply(d),
+            "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it. ¹"
+        );
+        // A sentence that starts small is no note.
+        let small = "then it works as it always did before.";
+        assert_eq!(Notes::of([small, small, small]).lines(), "");
     }
 
     #[test]

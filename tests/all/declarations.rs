@@ -88,6 +88,45 @@ fn the_typescript_compiler_accepts_the_declarations_of_every_fixture() {
     }
 }
 
+/// An MCP server's tools (`everything.get-sum`: a `.` and a `-`) are reachable by their
+/// aliases only (`tools.everything_get_sum`), in both layouts: no other name type-checks.
+#[test]
+fn names_with_dots_and_dashes_have_exactly_their_aliases() {
+    let tools: Vec<ToolDecl> = fixture("tests/fixtures/mcp/server-everything.json")
+        .into_iter()
+        .map(|mut t| {
+            t.name = format!("everything.{}", t.name);
+            t.alias = Some(codemode::tool_alias(&t.name));
+            t
+        })
+        .collect();
+    let good = "async function f() { await tools.everything_get_sum({ a: 1, b: 2 }); await tools[\"everything.get-sum\"]({ a: 1, b: 2 }); await tools.everything_trigger_long_running_operation(); }\n";
+    let bad = "async function g() { await tools.everything_sum({ a: 1, b: 2 }); }\nasync function h() { await tools.everything_get_get_sum({ a: 1, b: 2 }); }\n";
+    for layout in [Layout::Pretty, Layout::Compact] {
+        let d = declarations_with(&tools, layout).unwrap();
+        let (ok, diagnostics) = tsc(&[
+            ("tools.d.ts", &d),
+            ("globals.d.ts", SANDBOX_GLOBALS),
+            ("good.ts", good),
+        ]);
+        assert!(ok, "{layout:?}:\n{diagnostics}");
+        let (ok, diagnostics) = tsc(&[
+            ("tools.d.ts", &d),
+            ("globals.d.ts", SANDBOX_GLOBALS),
+            ("bad.ts", bad),
+        ]);
+        assert!(!ok, "{layout:?}: the bogus aliases type-checked");
+        assert_eq!(
+            diagnostics
+                .lines()
+                .filter(|l| l.starts_with("bad.ts("))
+                .count(),
+            2,
+            "{layout:?}:\n{diagnostics}"
+        );
+    }
+}
+
 struct Program {
     file: String,
     text: String,
