@@ -527,9 +527,10 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         for ((ty, doc), tools) in &shared_outputs {
             if tools.len() > 1 && doc.is_empty() {
                 let keys = if 2 * tools.len() > sorted.len() {
+                    let sharing: HashSet<&str> = tools.iter().copied().collect();
                     let others: Vec<String> = sorted
                         .iter()
-                        .filter(|t| !tools.contains(&t.name.as_str()))
+                        .filter(|t| !sharing.contains(t.name.as_str()))
                         .map(|t| quote(&t.name))
                         .collect();
                     if others.is_empty() {
