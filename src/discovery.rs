@@ -309,7 +309,7 @@ mod tests {
         let tools = [tool("a"), tool("s.b")];
         let mixed = tools_text(&tools, &[false, true], usize::MAX);
         assert!(
-            mixed.contains("interface ToolArgsMap { /** Does a. More. */ a: {}; }"),
+            mixed.contains("interface ToolArgsMap {\n// Does a. More.\na: {};\n}"),
             "{mixed}"
         );
         assert!(mixed.ends_with("1 more tool is listed by name only. Inside your program, `await tools.$search(\"words\", limit?)` gives the best matches as [{name, description}] and `await tools.$describe([\"name\", …])` gives their TypeScript declarations as a string (console.log it, then call the tools in a later run or the same one). Any listed tool can be called without describing it first; tools[\"a-b.c\"] is also tools.a_b_c.\ns (MCP server):\n- s.b: Does s.b.\n"), "{mixed}");

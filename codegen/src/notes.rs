@@ -1,7 +1,7 @@
 //! Sentences that recur across tools' descriptions, written once as numbered notes in the
 //! compact layout. A server that ends eleven descriptions with "Only works within allowed
 //! directories." gets one line `// ¹ Only works within allowed directories.` above the
-//! declarations, and each of those descriptions ends with ` ¹` instead.
+//! declarations, and each of those descriptions ends with `¹` instead.
 
 use std::collections::HashMap;
 
@@ -63,7 +63,7 @@ impl Notes {
     }
 
     /// `description` without the sentences that are notes, followed by their marks
-    /// (`Make line-based edits to a text file. ¹`); unchanged when it has none.
+    /// (`Make line-based edits to a text file.¹`); unchanged when it has none.
     pub(crate) fn apply<'a>(&self, description: &'a str) -> std::borrow::Cow<'a, str> {
         if self.sentences.is_empty() {
             return description.into();
@@ -82,8 +82,10 @@ impl Notes {
         marks.sort_unstable();
         marks.dedup();
         let mut out = kept.join(" ");
-        for i in marks {
-            if !out.is_empty() {
+        for (n, i) in marks.into_iter().enumerate() {
+            // The first mark follows a sentence's stop directly (`table.¹`, a token less
+            // than `table. ¹`); marks are apart, so that `¹ ²` never reads as `¹²`.
+            if n > 0 || !(out.is_empty() || out.ends_with(['.', '!', '?'])) {
                 out.push(' ');
             }
             out.push_str(&mark(i + 1));
@@ -155,11 +157,16 @@ mod tests {
         let c = format!("Write a file.   {WITHIN}");
         let notes = Notes::of([a.as_str(), b.as_str(), c.as_str(), "Other."]);
         assert_eq!(notes.lines(), format!("// ¹ {WITHIN}\n"));
-        assert_eq!(notes.apply(&a), "Read a file. ¹");
-        assert_eq!(notes.apply(&b), "List a folder. Sorted by name. ¹");
-        assert_eq!(notes.apply(&c), "Write a file. ¹");
+        assert_eq!(notes.apply(&a), "Read a file.¹");
+        assert_eq!(notes.apply(&b), "List a folder. Sorted by name.¹");
+        assert_eq!(notes.apply(&c), "Write a file.¹");
         assert_eq!(notes.apply("Other."), "Other.");
         assert_eq!(notes.apply(WITHIN), "¹");
+        // After words without a stop, the mark stands apart.
+        assert_eq!(
+            notes.apply(&format!("{WITHIN} More to come")),
+            "More to come ¹"
+        );
     }
 
     #[test]
@@ -201,7 +208,7 @@ mod tests {
         );
         assert_eq!(
             notes.apply(d),
-            "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it. ¹"
+            "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it.¹"
         );
         // A sentence that starts small is no note.
         let small = "then it works as it always did before.";

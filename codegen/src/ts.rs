@@ -129,8 +129,10 @@ pub enum Layout {
     /// One member per line, indented: for files developers read and type-check against.
     #[default]
     Pretty,
-    /// Objects on one line, no indentation: for a tool description the model reads.
-    /// What repeats is said once: object types written out twice or more are named,
+    /// For a tool description the model reads: each tool of `ToolArgsMap` on one line
+    /// below its description as `//` comments, everything else on one line per
+    /// declaration, no indentation, no `;` after an object's last member. What repeats
+    /// is said once: object types written out twice or more are named,
     /// tools with the same output share one entry, sentences that recur across
     /// descriptions become numbered notes (`// ¹ …`, each description ending with its
     /// marks), and a mostly read-only tool set tags its other tools instead (see
@@ -204,7 +206,8 @@ const OBJECT_MEMBERS: &[&str] = &[
     "valueOf",
 ];
 
-/// The generic method type of [`Layout::Compact`]: `get_sum: ToolMethod<"get-sum">`.
+/// The generic method type of [`Layout::Compact`] when some tool has a listed alias:
+/// `get_sum: ToolMethod<"get-sum">` (otherwise `tools`' mapped type says it inline).
 const METHOD: &str = "ToolMethod";
 
 /// Names the declarations use themselves, and global names of TypeScript's standard
@@ -468,12 +471,12 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
                 .copied()
                 .collect::<Vec<_>>()
                 .join(" ");
-            push_member(
-                &mut args,
-                &doc,
-                &format!("{}: {arg_ty};", key(&t.name)),
-                false,
-            );
+            // One tool per line, its description in line comments above it: `//` and a
+            // line break cost fewer tokens than `/** */`, and need no escape.
+            line_comment(&mut args, &doc);
+            for piece in [key(&t.name).as_ref(), ": ", &arg_ty, ";\n"] {
+                args.push_str(piece);
+            }
             if out_ty != "unknown" || !out_doc.is_empty() {
                 shared_outputs
                     .entry((out_ty, out_doc))
@@ -520,7 +523,7 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         out.push_str("};\n");
         out.push_str("declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n  readonly toolName: string;\n}\n");
     } else {
-        let _ = writeln!(out, "interface ToolArgsMap {{ {args}}}");
+        let _ = writeln!(out, "interface ToolArgsMap {{\n{args}}}");
         // Tools with the same output (and no doc on it) share one entry, which names the
         // tools that do not have it when they are fewer (`Exclude<keyof ToolArgsMap, …>`).
         let mut extends = Vec::new();
@@ -561,11 +564,8 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         } else {
             ""
         };
+        let outputs = last_member_open(outputs);
         let _ = writeln!(out, "interface ToolOutputMap {extends}{{ {rest}{outputs}}}");
-        let _ = writeln!(
-            out,
-            "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
-        );
         // Names with `-` or `.` are also reachable with `_` in their place (the alias rule
         // for them); other aliases are listed.
         let aliased = sorted.iter().any(|t| {
@@ -587,9 +587,18 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         } else {
             "K in keyof ToolArgsMap"
         };
+        // A tool whose arguments are all optional may be called without them.
         if methods.is_empty() {
-            let _ = writeln!(out, "declare const tools: {{ [{keys}]: {METHOD}<K> }};");
+            let _ = writeln!(
+                out,
+                "declare const tools: {{ [{keys}]: (...args: {{}} extends ToolArgsMap[K] ? [ToolArgsMap[K]?] : [ToolArgsMap[K]]) => Promise<ToolOutputMap[K]> }};"
+            );
         } else {
+            let _ = writeln!(
+                out,
+                "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
+            );
+            let methods = last_member_open(methods);
             let _ = writeln!(
                 out,
                 "declare const tools: {{ [{keys}]: {METHOD}<K> }} & {{ {methods}}};"
@@ -610,7 +619,7 @@ const DISCOVERY_METHODS: &str = "  /** The tools that best match the words of `q
 ";
 
 /// Said once in compact declarations that leave out open objects' index signatures.
-const OPEN_OBJECTS_NOTE: &str = "// Object keys not listed are accepted and ignored.\n";
+const OPEN_OBJECTS_NOTE: &str = "// Extra object keys are ignored.\n";
 
 /// The alias rule for names whose only characters outside an identifier's are `-` and `.`
 /// (see [`dashes_and_dots`]), as a type.
@@ -777,6 +786,16 @@ fn push_member(out: &mut String, doc: &str, text: &str, pretty: bool) {
     }
 }
 
+/// Compact members (`a: T; b: U; `) without the last one's `;`, which is optional and a
+/// token: `{ a: T; b: U }`.
+fn last_member_open(mut members: String) -> String {
+    if members.ends_with("; ") {
+        members.truncate(members.len() - 2);
+        members.push(' ');
+    }
+    members
+}
+
 /// Makes text safe inside a block comment.
 fn comment_safe(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains("*/") {
@@ -824,6 +843,19 @@ fn jsdoc_inline(out: &mut String, text: &str) {
     out.push_str("/** ");
     out.push_str(&comment_safe(text));
     out.push_str(" */ ");
+}
+
+/// `text` as `//` comments, a line each (TypeScript's line terminators end a line, empty
+/// lines are left out).
+fn line_comment(out: &mut String, text: &str) {
+    for line in text.split(['\n', '\r', '\u{2028}', '\u{2029}']) {
+        let line = line.trim_end();
+        if !line.is_empty() {
+            for piece in ["// ", line, "\n"] {
+                out.push_str(piece);
+            }
+        }
+    }
 }
 
 /// The keywords of one schema object, found in one pass over its members (looking each
@@ -1503,6 +1535,8 @@ impl Emitter<'_> {
             for _ in 0..indent {
                 body.push_str("  ");
             }
+        } else {
+            body = last_member_open(body);
         }
         body.push('}');
         self.shape(body)
@@ -1842,12 +1876,12 @@ mod tests {
         let d = declarations_with(&tools, Layout::Compact).unwrap();
         assert!(d.starts_with(READ_ONLY_NOTE), "{d}");
         for doc in [
-            "/** Does r0. */ r0:",
-            "/** [writes] Does w. */ w:",
-            "/** [destructive] Does d. */ d:",
+            "// Does r0.\nr0:",
+            "// [writes] Does w.\nw:",
+            "// [destructive] Does d.\nd:",
             // No hint: MCP's defaults assume the worst.
-            "/** [destructive] Does u. */ u:",
-            "/** [open-world] Does net. */ net:",
+            "// [destructive] Does u.\nu:",
+            "// [open-world] Does net.\nnet:",
         ] {
             assert!(d.contains(doc), "{doc} in {d}");
         }
@@ -1868,8 +1902,21 @@ mod tests {
         tools.push(hinted("w", Some(false), Some(false)));
         let d = declarations_with(&tools, Layout::Compact).unwrap();
         assert!(!d.contains(READ_ONLY_NOTE), "{d}");
-        assert!(d.contains("/** [read-only] Does r0. */ r0:"), "{d}");
-        assert!(d.contains("/** Does w. */ w:"), "{d}");
+        assert!(d.contains("// [read-only] Does r0.\nr0:"), "{d}");
+        assert!(d.contains("// Does w.\nw:"), "{d}");
+    }
+
+    #[test]
+    fn a_compact_description_is_line_comments_that_no_line_terminator_escapes() {
+        let tool = ToolDecl {
+            description: "First */ line\r\nsecond line\u{2028}third\u{2029}\n\nfourth".into(),
+            ..hinted("t", Some(true), None)
+        };
+        let d = declarations_with(&[tool], Layout::Compact).unwrap();
+        assert!(
+            d.contains("interface ToolArgsMap {\n// [read-only] First */ line\n// second line\n// third\n// fourth\nt: Record<string, never>;\n}"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -1887,7 +1934,7 @@ mod tests {
             .collect();
         let d = declarations_with(&tools, Layout::Compact).unwrap();
         assert!(
-            d.contains("interface ToolOutputMap extends Record<Exclude<keyof ToolArgsMap, \"d\">, { ok: boolean; }> { d: string; }"),
+            d.contains("interface ToolOutputMap extends Record<Exclude<keyof ToolArgsMap, \"d\">, { ok: boolean }> { d: string }"),
             "{d}"
         );
         assert!(d.contains(ALIAS_TYPE_DASH), "{d}");
@@ -1899,14 +1946,14 @@ mod tests {
         });
         let two = declarations_with(&four, Layout::Compact).unwrap();
         assert!(
-            two.contains("extends Record<\"b-x\" | \"c\", { ok: boolean; }>"),
+            two.contains("extends Record<\"b-x\" | \"c\", { ok: boolean }>"),
             "{two}"
         );
         // All of them: every key.
         let all = declarations_with(&tools[..3], Layout::Compact).unwrap();
         assert!(
             all.contains(
-                "interface ToolOutputMap extends Record<keyof ToolArgsMap, { ok: boolean; }> { }"
+                "interface ToolOutputMap extends Record<keyof ToolArgsMap, { ok: boolean }> { }"
             ),
             "{all}"
         );
@@ -1918,7 +1965,7 @@ mod tests {
         let some = declarations_with(&[tools[0].clone(), unknown], Layout::Compact).unwrap();
         assert!(
             some.contains(
-                "interface ToolOutputMap { [tool: string]: unknown; \"a-x\": { ok: boolean; }; }"
+                "interface ToolOutputMap { [tool: string]: unknown; \"a-x\": { ok: boolean } }"
             ),
             "{some}"
         );

@@ -207,7 +207,7 @@ mod tests {
         assert!(hint.chars().count() <= MAX_HINT + 1, "{hint}");
         assert!(hint.starts_with("b?: ArgBig /* word word"), "{hint}");
         assert!(
-            hint.ends_with("… */; type ArgBig = { x?: number; }"),
+            hint.ends_with("… */; type ArgBig = { x?: number }"),
             "{hint}"
         );
     }

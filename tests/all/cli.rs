@@ -256,11 +256,13 @@ fn types_prints_the_compact_layout_the_globals_or_rust_types() {
     };
     let compact = run(&["types", "--compact"]);
     assert!(
-        compact.contains("declare const tools: { [K in keyof ToolArgsMap]: ToolMethod<K> };")
-            && compact.contains("// Object keys not listed are accepted and ignored."),
+        compact.contains("declare const tools: { [K in keyof ToolArgsMap]: (...args: {} extends ToolArgsMap[K] ? [ToolArgsMap[K]?] : [ToolArgsMap[K]]) => Promise<ToolOutputMap[K]> };")
+            && compact.contains("// Extra object keys are ignored."),
         "{compact}"
     );
-    assert_eq!(compact.lines().count(), 7, "{compact}");
+    // Seven lines of their own (two are ToolArgsMap's braces), and each of the 8 built-in
+    // tools on a line below its one-line description.
+    assert_eq!(compact.lines().count(), 7 + 2 * 8, "{compact}");
     let globals = run(&["types", "--globals"]);
     assert!(globals.contains("declare const console: {"), "{globals}");
     let rust = run(&["types", "--rust"]);

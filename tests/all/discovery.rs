@@ -162,7 +162,7 @@ async fn above_the_budget_the_description_is_an_index_and_programs_discover_tool
     };
     assert_eq!(decl, expected);
     assert!(
-        decl.contains("\"memory.create_entities\": { entities: Entity[]; }"),
+        decl.contains("\"memory.create_entities\": { entities: Entity[] }"),
         "{decl}"
     );
     assert_eq!(v["made"]["entities"][0]["name"], "Alice");
@@ -471,7 +471,7 @@ fn check_and_run_agree_on_closed_roots_proto_keys_repeated_keys_and_unions() {
     let got = check("await tools.point({at: 'here'})");
     assert_eq!(got.len(), 1);
     assert!(
-        got[0].ends_with("— at?: ArgPoint; type ArgPoint = { x: number; y: number; }"),
+        got[0].ends_with("— at?: ArgPoint; type ArgPoint = { x: number; y: number }"),
         "{got:?}"
     );
     // A union's closest branch is followed by its reason, with the hint on the reason.

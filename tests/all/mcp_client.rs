@@ -981,7 +981,7 @@ fn a_server_past_its_tool_budget_is_listed_by_name_and_described_on_demand() {
                 json!({"code": r#"
                     const d = await tools.$describe("memory.create_entities");
                     const made = await tools.memory_create_entities({entities: [{name: "Ada", entityType: "person", observations: []}]});
-                    return {declared: d.includes('"memory.create_entities": { entities: Entity[]; }'), made: made.entities[0].name};
+                    return {declared: d.includes('"memory.create_entities": { entities: Entity[] }'), made: made.entities[0].name};
                 "#}),
             )
             .await

@@ -354,12 +354,12 @@ async fn the_description_of_run_code_shows_the_declarations_of_the_tools_it_sees
         )
         .unwrap();
     assert!(
-        describe(&h).contains("/** Arrives late. */ \"late-comer\""),
+        describe(&h).contains("// Arrives late.\n\"late-comer\""),
         "{}",
         describe(&h)
     );
     // Its alias comes from the rule the declarations state once (`-` and `.` become `_`).
-    assert!(describe(&h).contains("as K | Alias<K>]: ToolMethod<K>"));
+    assert!(describe(&h).contains("as K | Alias<K>]: (...args: {} extends ToolArgsMap[K]"));
     assert!(!describe(&h).contains("late_comer"));
     drop(handle);
     assert!(!describe(&h).contains("late-comer"));
