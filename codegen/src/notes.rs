@@ -1,7 +1,8 @@
 //! Sentences that recur across tools' descriptions, written once as numbered notes in the
 //! compact layout. A server that ends eleven descriptions with "Only works within allowed
 //! directories." gets one line `// ¹ Only works within allowed directories.` above the
-//! declarations, and each of those descriptions ends with `¹` instead.
+//! declarations, and each of those descriptions carries the mark `¹` before its last stop
+//! instead.
 
 use std::collections::HashMap;
 
@@ -62,8 +63,8 @@ impl Notes {
         out
     }
 
-    /// `description` without the sentences that are notes, followed by their marks
-    /// (`Make line-based edits to a text file.¹`); unchanged when it has none.
+    /// `description` without the sentences that are notes, with their marks before its
+    /// last stop (`Make line-based edits to a text file¹.`); unchanged when it has none.
     pub(crate) fn apply<'a>(&self, description: &'a str) -> std::borrow::Cow<'a, str> {
         if self.sentences.is_empty() {
             return description.into();
@@ -82,14 +83,20 @@ impl Notes {
         marks.sort_unstable();
         marks.dedup();
         let mut out = kept.join(" ");
+        // The marks go before the last sentence's single stop, footnote style (`table¹.`:
+        // the stop then shares a token with the line break that follows); apart, so that
+        // `¹ ²` never reads as `¹²`; after a space when the text ends otherwise.
+        let stop = match out.as_bytes() {
+            [.., a, b'.' | b'!' | b'?'] if !matches!(a, b'.' | b'!' | b'?' | b' ') => out.pop(),
+            _ => None,
+        };
         for (n, i) in marks.into_iter().enumerate() {
-            // The first mark follows a sentence's stop directly (`table.¹`, a token less
-            // than `table. ¹`); marks are apart, so that `¹ ²` never reads as `¹²`.
-            if n > 0 || !(out.is_empty() || out.ends_with(['.', '!', '?'])) {
+            if n > 0 || !(out.is_empty() || stop.is_some()) {
                 out.push(' ');
             }
             out.push_str(&mark(i + 1));
         }
+        out.extend(stop);
         out.into()
     }
 }
@@ -157,16 +164,21 @@ mod tests {
         let c = format!("Write a file.   {WITHIN}");
         let notes = Notes::of([a.as_str(), b.as_str(), c.as_str(), "Other."]);
         assert_eq!(notes.lines(), format!("// ¹ {WITHIN}\n"));
-        assert_eq!(notes.apply(&a), "Read a file.¹");
-        assert_eq!(notes.apply(&b), "List a folder. Sorted by name.¹");
-        assert_eq!(notes.apply(&c), "Write a file.¹");
+        assert_eq!(notes.apply(&a), "Read a file¹.");
+        assert_eq!(notes.apply(&b), "List a folder. Sorted by name¹.");
+        assert_eq!(notes.apply(&c), "Write a file¹.");
         assert_eq!(notes.apply("Other."), "Other.");
         assert_eq!(notes.apply(WITHIN), "¹");
-        // After words without a stop, the mark stands apart.
+        // After words without a single stop, the mark stands apart.
         assert_eq!(
             notes.apply(&format!("{WITHIN} More to come")),
             "More to come ¹"
         );
+        assert_eq!(
+            notes.apply(&format!("{WITHIN} More to come...")),
+            "More to come... ¹"
+        );
+        assert_eq!(notes.apply(&format!("{WITHIN} Really?")), "Really¹?");
     }
 
     #[test]
@@ -208,7 +220,7 @@ mod tests {
         );
         assert_eq!(
             notes.apply(d),
-            "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it.¹"
+            "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it¹."
         );
         // A sentence that starts small is no note.
         let small = "then it works as it always did before.";

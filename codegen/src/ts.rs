@@ -100,8 +100,8 @@ impl Annotations {
 }
 
 /// Said once in compact declarations whose tools are mostly read-only (see
-/// [`Annotations`]).
-const READ_ONLY_NOTE: &str = "// Tools are read-only unless tagged [writes] or [destructive].\n";
+/// [`Annotations`]), on the first line with [`OPEN_OBJECTS_NOTE`].
+const READ_ONLY_NOTE: &str = "Tools are read-only unless tagged [writes] or [destructive].";
 
 /// A tool's description led by its tag (`[read-only] Read a text file…`).
 fn tagged(description: &str, tag: &str) -> String {
@@ -500,15 +500,20 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         out.push_str("type integer = number;\n");
     }
     if let Some(shapes) = &shapes {
-        if shapes.writes_tagged {
-            out.push_str(READ_ONLY_NOTE);
+        // What holds for every tool, on one line.
+        let conventions: Vec<&str> = [
+            (shapes.writes_tagged, READ_ONLY_NOTE),
+            (open_objects, OPEN_OBJECTS_NOTE),
+        ]
+        .into_iter()
+        .filter_map(|(said, note)| said.then_some(note))
+        .collect();
+        if !conventions.is_empty() {
+            for piece in ["// ", &conventions.join(" "), "\n"] {
+                out.push_str(piece);
+            }
         }
         out.push_str(&shapes.notes.lines());
-    }
-    if !pretty && open_objects {
-        out.push_str(OPEN_OBJECTS_NOTE);
-    }
-    if let Some(shapes) = &shapes {
         out.push_str(&shapes.defs);
     }
     out.push_str(&aliases);
@@ -618,8 +623,9 @@ const DISCOVERY_METHODS: &str = "  /** The tools that best match the words of `q
   $describe(names: string | string[]): Promise<string>;
 ";
 
-/// Said once in compact declarations that leave out open objects' index signatures.
-const OPEN_OBJECTS_NOTE: &str = "// Extra object keys are ignored.\n";
+/// Said once in compact declarations that leave out open objects' index signatures, on
+/// the first line with [`READ_ONLY_NOTE`].
+const OPEN_OBJECTS_NOTE: &str = "Extra object keys are ignored.";
 
 /// The alias rule for names whose only characters outside an identifier's are `-` and `.`
 /// (see [`dashes_and_dots`]), as a type.
@@ -1874,7 +1880,7 @@ mod tests {
         world.annotations.open_world = Some(true);
         tools.push(world);
         let d = declarations_with(&tools, Layout::Compact).unwrap();
-        assert!(d.starts_with(READ_ONLY_NOTE), "{d}");
+        assert!(d.starts_with(&format!("// {READ_ONLY_NOTE}\n")), "{d}");
         for doc in [
             "// Does r0.\nr0:",
             "// [writes] Does w.\nw:",

@@ -257,7 +257,7 @@ fn types_prints_the_compact_layout_the_globals_or_rust_types() {
     let compact = run(&["types", "--compact"]);
     assert!(
         compact.contains("declare const tools: { [K in keyof ToolArgsMap]: (...args: {} extends ToolArgsMap[K] ? [ToolArgsMap[K]?] : [ToolArgsMap[K]]) => Promise<ToolOutputMap[K]> };")
-            && compact.contains("// Extra object keys are ignored."),
+            && compact.contains(" Extra object keys are ignored.\n"),
         "{compact}"
     );
     // Seven lines of their own (two are ToolArgsMap's braces), and each of the 8 built-in
