@@ -29,11 +29,12 @@ use super::registry::{Registry, Request, unknown_tool_message};
 use super::tool::{ErrorKind, Tool, ToolError};
 use super::{around, execute, guard, jobs, observe, output, post_execute, pre_execute, validate};
 
-/// Dispatches one call through every stage.
-pub(crate) async fn run(registry: Registry, request: Request) -> Outcome {
+/// Dispatches one call through every stage; `known` is the tool the request names when
+/// the caller already looked it up (see [`Registry::generation`]).
+pub(crate) async fn run(registry: Registry, request: Request, known: Option<Tool>) -> Outcome {
     let started = Instant::now();
     let call_id = registry.next_call_id();
-    let Some(tool) = registry.get(&request.name) else {
+    let Some(tool) = known.or_else(|| registry.get(&request.name)) else {
         return unknown_tool(&registry, call_id, request.name);
     };
     let exec = Exec::for_call(&registry, call_id, &tool, request);

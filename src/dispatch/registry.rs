@@ -149,6 +149,9 @@ pub(crate) struct RegistryInner {
     jobs: super::jobs::Jobs,
     /// Counts changes of the tool set, for [`Registry::watch_tools`].
     changes: tokio::sync::watch::Sender<u64>,
+    /// Bumped under the table's write lock at each change of the tool set: a lookup cached
+    /// at an older generation may be stale (see [`Registry::generation`]).
+    generation: AtomicU64,
 }
 
 #[derive(Default)]
@@ -190,6 +193,7 @@ impl Registry {
                 hooks: Hooks::default(),
                 jobs: super::jobs::Jobs::default(),
                 changes: tokio::sync::watch::Sender::new(0),
+                generation: AtomicU64::new(0),
             }),
         }
     }
@@ -268,6 +272,7 @@ impl Registry {
             table.aliases.insert(alias, key.clone());
         }
         table.by_name.insert(key.clone(), Entry { id, tool });
+        self.inner.generation.fetch_add(1, Ordering::Release);
         drop(table);
         self.tools_changed();
         Ok(ToolHandle {
@@ -289,9 +294,17 @@ impl Registry {
             if table.aliases.get(&alias).is_some_and(|n| &**n == name) {
                 table.aliases.remove(&alias);
             }
+            self.inner.generation.fetch_add(1, Ordering::Release);
             drop(table);
             self.tools_changed();
         }
+    }
+
+    /// The generation of the tool set: it changes whenever a tool is registered or
+    /// unregistered, so a tool looked up by name while it was `g` is still the one that
+    /// name finds as long as it is `g` (read it before the lookup).
+    pub(crate) fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
     }
 
     /// The registered tool named `name` (or whose alias is `name`).
@@ -436,7 +449,17 @@ impl Registry {
     /// output check, render, post-execute, observers. Never panics and never fails: every
     /// failure is an error [`Outcome`].
     pub fn dispatch(&self, request: Request) -> impl Future<Output = Outcome> + Send + 'static {
-        super::pipeline::run(self.clone(), request)
+        super::pipeline::run(self.clone(), request, None)
+    }
+
+    /// [`dispatch`](Self::dispatch) of a request for `tool`, which the caller looked up by
+    /// the request's name at the current [`generation`](Self::generation).
+    pub(crate) fn dispatch_to(
+        &self,
+        tool: Tool,
+        request: Request,
+    ) -> impl Future<Output = Outcome> + Send + 'static {
+        super::pipeline::run(self.clone(), request, Some(tool))
     }
 }
 

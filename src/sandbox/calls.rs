@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 use super::inflight::CallWake;
 use super::report::{CallRecord, CallStatus};
 use crate::dispatch::registry::AskMode;
-use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, Request};
+use crate::dispatch::{
+    Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, Request, Tool,
+};
 
 /// A call's number in its run: 1 for the first call the program made.
 pub(super) type CallId = u64;
@@ -46,7 +48,14 @@ pub(super) struct Dispatch {
 }
 
 impl Dispatch {
-    fn start(&self, name: Arc<str>, args: serde_json::Value, ask: AskMode) -> CallFuture {
+    /// Starts a call of `name`; `tool` is the tool that name finds, when known.
+    fn start(
+        &self,
+        name: Arc<str>,
+        tool: Option<Tool>,
+        args: serde_json::Value,
+        ask: AskMode,
+    ) -> CallFuture {
         let mut request = Request::new(name, args, self.signal.clone())
             .nested(true)
             .ask(ask)
@@ -57,15 +66,19 @@ impl Dispatch {
         if let Some(sink) = &self.progress {
             request = request.report_progress_to(sink.clone());
         }
-        Box::pin(self.registry.dispatch(request))
+        match tool {
+            Some(tool) => Box::pin(self.registry.dispatch_to(tool, request)),
+            None => Box::pin(self.registry.dispatch(request)),
+        }
     }
 }
 
 /// Where one call is.
 enum CallState {
-    /// Waiting for room under `max_in_flight`, its arguments converted.
+    /// Waiting for room under `max_in_flight`, its arguments converted (boxed: a slot is
+    /// then a third of the size, and the table of a run's calls grows by copying slots).
     Queued {
-        args: serde_json::Value,
+        args: Box<serde_json::Value>,
         ask: AskMode,
     },
     /// Made while the run replays its journal: a later turn (or the end of the replay)
@@ -112,8 +125,14 @@ pub(super) struct Calls {
     pub(super) ask: AskMode,
     /// The name of each tool the program sees, by index.
     tools: Vec<Arc<str>>,
+    /// The tool each name found, by index, and the registry's generation when it was looked
+    /// up: a program calling one tool again and again looks it up once.
+    found: Vec<Option<(u64, Tool)>>,
     dispatch: Dispatch,
 }
+
+// A run's table of calls grows by copying slots: keep them small.
+const _: () = assert!(std::mem::size_of::<Call>() <= 32);
 
 impl Calls {
     pub(super) fn new(tools: Vec<Arc<str>>, max_in_flight: usize, dispatch: Dispatch) -> Self {
@@ -125,6 +144,7 @@ impl Calls {
             started: Vec::new(),
             ready: Vec::new(),
             ask: AskMode::Deny,
+            found: vec![None; tools.len()],
             tools,
             dispatch,
         }
@@ -180,7 +200,7 @@ impl Calls {
             self.calls.push(Call {
                 tool,
                 state: CallState::Queued {
-                    args,
+                    args: Box::new(args),
                     ask: self.ask,
                 },
             });
@@ -192,7 +212,24 @@ impl Calls {
             tool,
             state: CallState::Starting,
         });
-        Opened::Started(id, self.dispatch.start(name.clone(), args, self.ask))
+        let found = self.found(tool);
+        Opened::Started(id, self.dispatch.start(name.clone(), found, args, self.ask))
+    }
+
+    /// The tool at `tool` as the registry has it now: looked up again only when the tool
+    /// set changed since the last look (`None` when the name finds nothing).
+    fn found(&mut self, tool: usize) -> Option<Tool> {
+        let registry = &self.dispatch.registry;
+        let generation = registry.generation();
+        let slot = self.found.get_mut(tool)?;
+        if let Some((seen, found)) = slot
+            && *seen == generation
+        {
+            return Some(found.clone());
+        }
+        let found = registry.get(self.tools.get(tool)?)?;
+        *slot = Some((generation, found.clone()));
+        Some(found)
     }
 
     /// The id the next call will have.
@@ -230,7 +267,7 @@ impl Calls {
                 approved,
             } => {
                 call.state = CallState::Queued {
-                    args: arguments,
+                    args: Box::new(arguments),
                     ask: if approved { AskMode::Approved } else { ask },
                 };
                 self.queue.push_back(id);
@@ -307,8 +344,10 @@ impl Calls {
                 continue;
             };
             self.in_flight += 1;
-            let name = self.tools[call.tool].clone();
-            poll(id, self.dispatch.start(name, args, ask), None);
+            let tool = call.tool;
+            let name = self.tools[tool].clone();
+            let found = self.found(tool);
+            poll(id, self.dispatch.start(name, found, *args, ask), None);
         }
     }
 

@@ -1,11 +1,11 @@
 //! `run_code` end to end: programs through the real engine and the real pipeline.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode::ToolError;
 use codemode::run_code::Limits;
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
+use codemode::{ToolError, ToolHandle};
 use serde_json::json;
 
 use crate::support::{Harness, echo_tool, fast_limits, log_texts, test_tool};
@@ -963,5 +963,46 @@ async fn console_shows_an_array_key_of_two_to_the_32_minus_one_as_a_named_proper
     assert_eq!(
         v["logs"][0]["text"],
         "[ 1, <6 empty items>, 2, '4294967295': 'x' ]"
+    );
+}
+
+/// A run looks a tool up once while the tool set stays the same, and again after any
+/// change: a tool swapped or removed during the run is called as the registry has it now.
+#[tokio::test]
+async fn a_tool_swapped_or_removed_during_a_run_is_called_as_it_is_now() {
+    let mut h = Harness::new(fast_limits());
+    let v: Arc<Mutex<Option<ToolHandle>>> = Arc::new(Mutex::new(Some(
+        h.registry
+            .register(test_tool("v").returns(json!("old")))
+            .unwrap(),
+    )));
+    let (registry, slot) = (h.registry.clone(), v.clone());
+    h.add(test_tool("swap").execute(move |_a, _e| {
+        let (registry, slot) = (registry.clone(), slot.clone());
+        async move {
+            let mut slot = slot.lock().unwrap();
+            slot.take().unwrap().dispose();
+            *slot = Some(
+                registry
+                    .register(test_tool("v").returns(json!("new")))
+                    .unwrap(),
+            );
+            Ok(json!(null))
+        }
+    }));
+    let slot = v.clone();
+    h.add(test_tool("remove").execute(move |_a, _e| {
+        let slot = slot.clone();
+        async move {
+            slot.lock().unwrap().take().unwrap().dispose();
+            Ok(json!(null))
+        }
+    }));
+    let r = h
+        .ok("const seen = [];\nfor (let i = 0; i < 3; i++) seen.push(await tools.v());\nawait tools.swap();\nfor (let i = 0; i < 3; i++) seen.push(await tools.v());\nawait tools.remove();\ntry { await tools.v(); seen.push('called') } catch (e) { seen.push(e.name) }\nreturn seen")
+        .await;
+    assert_eq!(
+        r,
+        json!(["old", "old", "old", "new", "new", "new", "ToolCallError"])
     );
 }
