@@ -281,7 +281,7 @@ fn host_call<'js>(
         }
     };
     drop(conv);
-    let (id, mut call, woken, max_output) = {
+    let (id, mut call, wake, max_output) = {
         let mut guard = lock(state);
         let st = &mut *guard;
         // Again: a getter or `toJSON` may have started calls while the arguments converted.
@@ -318,18 +318,20 @@ fn host_call<'js>(
         match st.calls.open(tool, name, json) {
             Opened::Queued(id) => return Ok(Started::Pending(id)),
             Opened::Started(id, call) => {
-                (id, call, st.woken.clone(), st.limits.max_tool_output_bytes)
+                let spare = st.spare_wake.take();
+                let wake = st.woken.waker_reusing(id, spare);
+                (id, call, wake, st.limits.max_tool_output_bytes)
             }
         }
     };
     // Poll once now: a tool that is ready at once answers without a trip through the loop.
-    let wake = woken.waker(id);
     if let Poll::Ready(mut outcome) = call
         .as_mut()
         .poll(&mut TaskContext::from_waker(wake.waker()))
     {
         let journaled = {
             let mut st = lock(state);
+            st.spare_wake = wake.recycle();
             st.calls.landed();
             if awaits_approval(&mut st, id, &mut outcome) {
                 // Never settled in this run: it pauses when the program next waits.

@@ -426,6 +426,7 @@ fn host_state(
         timers: Timers::default(),
         limits: limits.clone(),
         woken,
+        spare_wake: None,
         catalog: None,
         journal: None,
     }

@@ -37,15 +37,40 @@ pub(super) struct Woken {
 impl Woken {
     /// The waker of call `id`: firing it queues `id` and wakes the loop.
     pub(super) fn waker(self: &Arc<Self>, id: CallId) -> CallWake {
-        let call = Arc::new(CallWaker {
-            id,
-            queued: AtomicBool::new(false),
-            woken: self.clone(),
-        });
+        self.waker_reusing(id, None)
+    }
+
+    /// [`waker`](Self::waker), in the block of `spare` (a waker of this set that nothing
+    /// holds any more) instead of a new one when there is one.
+    pub(super) fn waker_reusing(
+        self: &Arc<Self>,
+        id: CallId,
+        spare: Option<SpareWake>,
+    ) -> CallWake {
+        let call = match spare {
+            Some(SpareWake(mut call)) if Arc::ptr_eq(&call.woken, self) => {
+                if let Some(c) = Arc::get_mut(&mut call) {
+                    c.id = id;
+                    *c.queued.get_mut() = false;
+                    call
+                } else {
+                    self.new_waker(id)
+                }
+            }
+            _ => self.new_waker(id),
+        };
         CallWake {
             waker: Waker::from(call.clone()),
             call,
         }
+    }
+
+    fn new_waker(self: &Arc<Self>, id: CallId) -> Arc<CallWaker> {
+        Arc::new(CallWaker {
+            id,
+            queued: AtomicBool::new(false),
+            woken: self.clone(),
+        })
     }
 
     fn take(&self, into: &mut VecDeque<CallId>) {
@@ -64,7 +89,20 @@ impl CallWake {
     pub(super) fn waker(&self) -> &Waker {
         &self.waker
     }
+
+    /// The block of this waker for the next call, when nothing kept a clone of it (a call
+    /// that was done on its first poll): most calls then make no waker of their own.
+    pub(super) fn recycle(self) -> Option<SpareWake> {
+        drop(self.waker);
+        let mut call = self.call;
+        Arc::get_mut(&mut call)?;
+        Some(SpareWake(call))
+    }
 }
+
+/// A call's waker that nothing holds any more, kept for the next call (see
+/// [`CallWake::recycle`]).
+pub(super) struct SpareWake(Arc<CallWaker>);
 
 struct CallWaker {
     id: CallId,
@@ -224,6 +262,31 @@ mod tests {
         fn polls(&self) -> usize {
             self.polls.load(Ordering::SeqCst)
         }
+    }
+
+    #[test]
+    fn a_waker_nothing_kept_serves_the_next_call_and_one_kept_does_not() {
+        let woken = Arc::new(Woken::default());
+        // Nothing kept it, and it fired while its call ran: the next call gets its block,
+        // unfired, and firing it names the new call.
+        let first = woken.waker(1);
+        first.waker().wake_by_ref();
+        let spare = first.recycle().expect("nobody holds it");
+        let block = Arc::as_ptr(&spare.0);
+        let second = woken.waker_reusing(2, Some(spare));
+        assert!(std::ptr::eq(Arc::as_ptr(&second.call), block));
+        second.waker().wake_by_ref();
+        assert_eq!(*woken.ids.lock().unwrap(), vec![1, 2]);
+        // A clone kept (a call that waits): no spare.
+        let kept = second.waker().clone();
+        assert!(second.recycle().is_none());
+        kept.wake();
+        // A spare from another run's set is not used.
+        let other = Arc::new(Woken::default());
+        let spare = woken.waker(3).recycle().unwrap();
+        let fresh = other.waker_reusing(4, Some(spare));
+        assert!(Arc::ptr_eq(&fresh.call.woken, &other));
+        assert_eq!(fresh.call.id, 4);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::Limits;
 use super::calls::Calls;
-use super::inflight::Woken;
+use super::inflight::{SpareWake, Woken};
 use super::logs::LogCapture;
 use super::timers::Timers;
 
@@ -19,6 +19,8 @@ pub(super) struct HostState {
     /// from JavaScript is polled once at once with its waker, so a tool that is ready at
     /// once answers without a trip through the loop.
     pub(super) woken: Arc<Woken>,
+    /// The waker of the last call that was done on its first poll, for the next call.
+    pub(super) spare_wake: Option<SpareWake>,
     /// The run's tools for `tools.$search` and `tools.$describe`, made on first use.
     pub(super) catalog: Option<crate::discovery::Catalog>,
     /// The journal of a run that may pause (see `journal.rs`).
