@@ -157,6 +157,7 @@ internals.primordials = {
   __proto__: null,
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
   ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, isClass,
+  ArrayIsArray, ObjectGetPrototypeOf,
 };
 
 // What the inspect module reads: a new object on each call (once per run).

@@ -266,7 +266,22 @@ impl<'a, 'js> ToJson<'a, 'js> {
         {
             return Err(ConvertError::Stopped);
         }
-        let ty = value.type_of();
+        // A proxy answers "is it an array?" and "what is its prototype?" from its traps,
+        // which may throw (a revoked proxy always does): both are asked as JavaScript asks
+        // them, so that a throw is the program's error, not the engine's.
+        let ty = if !value.is_proxy() {
+            value.type_of()
+        } else if value.is_function() {
+            Type::Function
+        } else if self
+            .through_proxy("ArrayIsArray", &value, path)?
+            .as_bool()
+            .unwrap_or(false)
+        {
+            Type::Array
+        } else {
+            Type::Proxy
+        };
         match ty {
             Type::Null => {
                 self.add_bytes(4, path)?;
@@ -378,7 +393,12 @@ impl<'a, 'js> ToJson<'a, 'js> {
             )));
         }
         let is_array = matches!(ty, Type::Array);
-        let proto = obj.get_prototype();
+        let proto = if obj.is_proxy() {
+            self.through_proxy("ObjectGetPrototypeOf", obj.as_value(), path)?
+                .into_object()
+        } else {
+            obj.get_prototype()
+        };
         let plain = match &proto {
             None => Plain::NullPrototype,
             Some(p) if p == self.prim.object_prototype() => Plain::Object,
@@ -452,6 +472,23 @@ impl<'a, 'js> ToJson<'a, 'js> {
         };
         self.stack.pop();
         result
+    }
+
+    /// The built-in `name` (`ArrayIsArray`, `ObjectGetPrototypeOf`) called with a proxy:
+    /// what its trap answers, or the error it threw.
+    fn through_proxy(
+        &self,
+        name: &str,
+        proxy: &Value<'js>,
+        path: &PathSeg<'_>,
+    ) -> Result<Value<'js>, ConvertError> {
+        self.prim.floor.guard(self.ctx)?;
+        let f: Function<'js> = self.prim.get(name)?;
+        match f.call((proxy.clone(),)) {
+            Ok(v) => Ok(v),
+            Err(rquickjs::Error::Exception) => Err(self.thrown("a proxy's trap", path)),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether the prototype chain of a plain object or array carries a `toJSON` a program

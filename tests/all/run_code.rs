@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use codemode::run_code::Limits;
 use codemode::schema::{Node, ParameterSchema, ValueSchema};
 use codemode::{ToolError, ToolHandle};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{Harness, echo_tool, fast_limits, log_texts, test_tool};
 
@@ -1004,5 +1004,57 @@ async fn a_tool_swapped_or_removed_during_a_run_is_called_as_it_is_now() {
     assert_eq!(
         r,
         json!(["old", "old", "old", "new", "new", "new", "ToolCallError"])
+    );
+}
+
+/// A proxy crosses as JavaScript sees it through its traps; a trap that throws (a revoked
+/// proxy's always do) is the program's error, in arguments and in the result alike.
+#[tokio::test]
+async fn proxies_cross_through_their_traps_and_a_throwing_trap_is_the_program_s_error() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let v = h
+        .run(r#"
+const { proxy, revoke } = Proxy.revocable({}, {}); revoke();
+const throwing = new Proxy({}, { getPrototypeOf() { throw new RangeError("no prototype") } });
+const out = [];
+for (const p of [proxy, throwing, new Proxy(function f() {}, {})]) {
+  try { await tools.echo({ p }); out.push("sent") } catch (e) { out.push(e.name + ": " + e.message) }
+}
+out.push(await tools.echo({ a: new Proxy([1, [2]], {}), o: new Proxy({ x: 1 }, {}) }));
+return out;"#)
+        .await;
+    // Each refused call is listed, as a failed one.
+    let statuses: Vec<&Value> = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            &json!("error"),
+            &json!("error"),
+            &json!("error"),
+            &json!("ok")
+        ]
+    );
+    assert_eq!(
+        v["result"],
+        json!([
+            "ToolCallError: invalid arguments for echo: args.p: a proxy's trap threw: TypeError: revoked proxy",
+            "ToolCallError: invalid arguments for echo: args.p: a proxy's trap threw: RangeError: no prototype",
+            "ToolCallError: invalid arguments for echo: args.p: a function is not JSON (call it and pass its result)",
+            {"a": [1, [2]], "o": {"x": 1}}
+        ])
+    );
+    let v = h
+        .run("const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); return { p: proxy };")
+        .await;
+    assert_eq!(v["status"], "error", "{v}");
+    assert_eq!(
+        v["error"],
+        json!({"name": "ResultError", "message": "the program's result is not JSON: result.p: a proxy's trap threw: TypeError: revoked proxy"})
     );
 }
