@@ -83,20 +83,33 @@ impl Notes {
         marks.sort_unstable();
         marks.dedup();
         let mut out = kept.join(" ");
-        // The marks go before the last sentence's single stop, footnote style (`table¹.`:
-        // the stop then shares a token with the line break that follows); apart, so that
-        // `¹ ²` never reads as `¹²`; after a space when the text ends otherwise.
-        let stop = match out.as_bytes() {
-            [.., a, b'.' | b'!' | b'?'] if !matches!(a, b'.' | b'!' | b'?' | b' ') => out.pop(),
+        // The marks go before the last sentence's single stop when a letter precedes it,
+        // footnote style (`table¹.`: the stop then shares a token with the line break that
+        // follows); apart, so that `¹ ²` never reads as `¹²`; after a space when the text
+        // ends otherwise (`at most 10. ¹`: `10¹` would read as a power). A description
+        // that is only notes says so (`See ¹ ².`), so that it does not read as a note.
+        let mut chars = out.chars().rev();
+        let stop = match (chars.next(), chars.next()) {
+            (Some(stop @ ('.' | '!' | '?')), Some(before)) if before.is_alphabetic() => {
+                out.pop();
+                Some(stop)
+            }
             _ => None,
         };
+        let only_notes = out.is_empty();
+        if only_notes {
+            out.push_str("See");
+        }
         for (n, i) in marks.into_iter().enumerate() {
-            if n > 0 || !(out.is_empty() || stop.is_some()) {
+            if n > 0 || only_notes || stop.is_none() {
                 out.push(' ');
             }
             out.push_str(&mark(i + 1));
         }
         out.extend(stop);
+        if only_notes {
+            out.push('.');
+        }
         out.into()
     }
 }
@@ -131,7 +144,10 @@ fn sentences(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
             }
             let rest = &text[i + 1..];
             let next = rest.trim_start_matches(' ');
-            if rest.is_empty() || (next.len() < rest.len() && next.starts_with(char::is_uppercase))
+            if rest.is_empty()
+                || (next.len() < rest.len()
+                    && next.starts_with(char::is_uppercase)
+                    && !abbreviation(&text[from..i]))
             {
                 end = i + 1;
                 break;
@@ -140,6 +156,19 @@ fn sentences(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         start = end;
         Some(from..end)
     })
+}
+
+/// Whether the word before a stop that ends `before` is an abbreviation, after which a
+/// capital letter starts no sentence: a title (`Mr. Smith`), a single letter (`J. Smith`)
+/// or a word with a stop inside (`e.g.`, `U.S.`).
+fn abbreviation(before: &str) -> bool {
+    const TITLES: &[&str] = &[
+        "Mr", "Mrs", "Ms", "Dr", "Prof", "Sr", "Jr", "St", "Mt", "vs", "etc", "No", "Inc", "Ltd",
+        "Co", "Corp", "Fig", "Vol", "approx", "cf",
+    ];
+    let word = before.rsplit(' ').next().unwrap_or(before);
+    let word = word.trim_start_matches(['(', '"', '\'', '[']);
+    word.chars().count() == 1 || word.contains('.') || TITLES.contains(&word)
 }
 
 /// `n` in superscript digits (`¹`, `¹²`).
@@ -168,7 +197,7 @@ mod tests {
         assert_eq!(notes.apply(&b), "List a folder. Sorted by name¹.");
         assert_eq!(notes.apply(&c), "Write a file¹.");
         assert_eq!(notes.apply("Other."), "Other.");
-        assert_eq!(notes.apply(WITHIN), "¹");
+        assert_eq!(notes.apply(WITHIN), "See ¹.");
         // After words without a single stop, the mark stands apart.
         assert_eq!(
             notes.apply(&format!("{WITHIN} More to come")),
@@ -179,6 +208,15 @@ mod tests {
             "More to come... ¹"
         );
         assert_eq!(notes.apply(&format!("{WITHIN} Really?")), "Really¹?");
+        // After a number or a symbol, a mark right before the stop would read as a power.
+        for (text, marked) in [
+            ("Returns at most 10.", "Returns at most 10. ¹"),
+            ("Squared m².", "Squared m². ¹"),
+            ("Costs x^2.", "Costs x^2. ¹"),
+            ("Ends (quoted).", "Ends (quoted). ¹"),
+        ] {
+            assert_eq!(notes.apply(&format!("{text} {WITHIN}")), marked);
+        }
     }
 
     #[test]
@@ -222,6 +260,17 @@ mod tests {
             notes.apply(d),
             "Tool number 1 does stuff, i.e. it works. Steps: 1. open it 2. read it¹."
         );
+        // Titles, initials and words with stops inside end no sentence either.
+        let d = "Ask Mr. Smith or J. Doe, e.g. Alice. Not in the U.S. Army. Done.";
+        let all: Vec<&str> = sentences(d).map(|r| &d[r]).collect();
+        assert_eq!(
+            all,
+            [
+                "Ask Mr. Smith or J. Doe, e.g. Alice.",
+                "Not in the U.S. Army.",
+                "Done."
+            ]
+        );
         // A sentence that starts small is no note.
         let small = "then it works as it always did before.";
         assert_eq!(Notes::of([small, small, small]).lines(), "");
@@ -237,7 +286,7 @@ mod tests {
         let lines = notes.lines();
         assert!(lines.starts_with("// ¹ Sentence number 0 "), "{lines}");
         assert!(lines.contains("\n// ¹² Sentence number 11 "), "{lines}");
-        assert_eq!(notes.apply(&description), "¹ ² ³ ⁴ ⁵ ⁶ ⁷ ⁸ ⁹ ¹⁰ ¹¹ ¹²");
+        assert_eq!(notes.apply(&description), "See ¹ ² ³ ⁴ ⁵ ⁶ ⁷ ⁸ ⁹ ¹⁰ ¹¹ ¹².");
         assert_eq!(mark(0), "⁰");
         assert_eq!(mark(305), "³⁰⁵");
     }

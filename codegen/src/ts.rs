@@ -238,7 +238,68 @@ const TAKEN: &[&str] = &[
     "String",
     "Symbol",
     "Alias",
+    // TypeScript's utility and library types.
+    "Awaited",
+    "Capitalize",
+    "ConstructorParameters",
+    "Exclude",
+    "Extract",
+    "InstanceType",
+    "Lowercase",
+    "NoInfer",
+    "NonNullable",
+    "Omit",
+    "OmitThisParameter",
+    "Parameters",
+    "Readonly",
+    "ReadonlyArray",
+    "Required",
+    "ReturnType",
+    "ThisParameterType",
+    "ThisType",
+    "Uncapitalize",
+    "Uppercase",
+    "ArrayLike",
+    "AsyncGenerator",
+    "AsyncIterable",
+    "AsyncIterableIterator",
+    "AsyncIterator",
+    "BigInt",
+    "Generator",
+    "Iterable",
+    "IterableIterator",
+    "Iterator",
+    "PromiseLike",
+    "PropertyDescriptor",
+    "PropertyKey",
+    "TemplateStringsArray",
+    "WeakMap",
+    "WeakRef",
+    "WeakSet",
+    // Globals of the DOM library, which projects type-checking tool scripts often have.
+    "Blob",
+    "Document",
+    "Element",
+    "Event",
+    "File",
+    "FormData",
+    "Headers",
+    "Node",
+    "Request",
+    "Response",
+    "URL",
+    "Window",
 ];
+
+/// A method's name in an object type: quoted where [`key`] quotes it, and `new`, which
+/// would make a construct signature.
+fn method_key(name: &str) -> std::borrow::Cow<'_, str> {
+    if name == "new" {
+        quote(name).into()
+    } else {
+        key(name)
+    }
+}
 
 /// Whether `name` is an ASCII JavaScript identifier (not checked against reserved words:
 /// they are valid property names and method names).
@@ -449,11 +510,12 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
             push_member(
                 &mut methods,
                 &t.tagged_description(),
-                &format!("{}{signature}", key(&t.name)),
+                &format!("{}{signature}", method_key(&t.name)),
                 true,
             );
             if let Some(alias) = t.alias.as_deref().filter(|a| *a != t.name) {
                 let doc = format!("Same as tools[{q}].");
+                let alias = method_key(alias);
                 push_member(&mut methods, &doc, &format!("{alias}{signature}"), true);
             }
         } else {
@@ -564,13 +626,14 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         };
         // The index signature stands for the tools whose output is `unknown`.
         let with_output: usize = shared_outputs.values().map(Vec::len).sum();
-        let rest = if with_output < sorted.len() {
-            "[tool: string]: unknown; "
+        let mut members = if with_output < sorted.len() {
+            "[tool: string]: unknown; ".to_owned()
         } else {
-            ""
+            String::new()
         };
-        let outputs = last_member_open(outputs);
-        let _ = writeln!(out, "interface ToolOutputMap {extends}{{ {rest}{outputs}}}");
+        members.push_str(&outputs);
+        let members = last_member_open(members);
+        let _ = writeln!(out, "interface ToolOutputMap {extends}{{ {members}}}");
         // Names with `-` or `.` are also reachable with `_` in their place (the alias rule
         // for them); other aliases are listed.
         let aliased = sorted.iter().any(|t| {
@@ -588,9 +651,26 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
                 (false, true) => ALIAS_TYPE_DOT,
                 _ => ALIAS_TYPE,
             });
-            "K in keyof ToolArgsMap as K | Alias<K>"
+            // Names with `-` or `.` whose alias is not the rule's (a leading digit, other
+            // characters: theirs are listed) get no alias from the rule.
+            let others: Vec<String> = sorted
+                .iter()
+                .filter(|t| {
+                    t.name.contains(['-', '.'])
+                        && t.alias.as_deref() != Some(dashes_and_dots(&t.name).as_str())
+                })
+                .map(|t| quote(&t.name))
+                .collect();
+            if others.is_empty() {
+                "K in keyof ToolArgsMap as K | Alias<K>".to_owned()
+            } else {
+                format!(
+                    "K in keyof ToolArgsMap as K extends {} ? K : K | Alias<K>",
+                    others.join(" | ")
+                )
+            }
         } else {
-            "K in keyof ToolArgsMap"
+            "K in keyof ToolArgsMap".to_owned()
         };
         // A tool whose arguments are all optional may be called without them.
         if methods.is_empty() {
@@ -636,10 +716,10 @@ const OPEN_OBJECTS_NOTE: &str = "Extra object keys are ignored.";
 const ALIAS_TYPE: &str = "type Alias<S> = S extends `${infer A}-${infer B}` ? Alias<`${A}_${B}`> : S extends `${infer A}.${infer B}` ? Alias<`${A}_${B}`> : S; // tools[\"a-b.c\"] is also tools.a_b_c\n";
 
 /// [`ALIAS_TYPE`] for names with `-` and no `.`.
-const ALIAS_TYPE_DASH: &str = "type Alias<S> = S extends `${infer A}-${infer B}` ? `${A}_${Alias<B>}` : S; // tools[\"a-b\"] is also tools.a_b\n";
+const ALIAS_TYPE_DASH: &str = "type Alias<S> = S extends `${infer A}-${infer B}` ? Alias<`${A}_${B}`> : S; // tools[\"a-b\"] is also tools.a_b\n";
 
 /// [`ALIAS_TYPE`] for names with `.` and no `-`.
-const ALIAS_TYPE_DOT: &str = "type Alias<S> = S extends `${infer A}.${infer B}` ? `${A}_${Alias<B>}` : S; // tools[\"a.b\"] is also tools.a_b\n";
+const ALIAS_TYPE_DOT: &str = "type Alias<S> = S extends `${infer A}.${infer B}` ? Alias<`${A}_${B}`> : S; // tools[\"a.b\"] is also tools.a_b\n";
 
 /// `name` with `-` and `.` replaced by `_`: the alias [`ALIAS_TYPE`] gives it.
 fn dashes_and_dots(name: &str) -> String {

@@ -127,6 +127,71 @@ fn names_with_dots_and_dashes_have_exactly_their_aliases() {
     }
 }
 
+/// Names whose alias is not the `-`/`.` rule's (a leading digit, a non-ASCII letter), a
+/// name of 60 dashes, a tool named `new`, and a repeated shape under `parameters` (the name
+/// of a TypeScript utility type): both layouts type-check exactly the names a run accepts.
+#[test]
+fn odd_names_type_check_exactly_as_a_run_accepts_them() {
+    let long = vec!["a"; 61].join("-");
+    let shape = serde_json::json!({"type": "object", "properties": {"parameters": {
+        "type": "object",
+        "properties": {"first": {"type": "string"}, "second": {"type": "string"}, "third": {"type": "number"}},
+    }}});
+    let tools: Vec<ToolDecl> = [
+        "get-sum",
+        "1-a",
+        "café-menu",
+        long.as_str(),
+        "new",
+        "p1",
+        "p2",
+    ]
+    .into_iter()
+    .map(|name| ToolDecl {
+        name: name.to_owned(),
+        alias: Some(codemode::tool_alias(name)),
+        description: format!("Does {name}."),
+        annotations: Default::default(),
+        input_schema: if name.starts_with('p') {
+            shape.clone()
+        } else {
+            serde_json::json!({"type": "object"})
+        },
+        output_schema: serde_json::json!(true),
+    })
+    .collect();
+    let long_alias = codemode::tool_alias(&long);
+    let good = format!(
+        "async function f() {{ await tools.get_sum(); await tools._1_a(); await tools[\"1-a\"](); await tools.caf__menu(); await tools[\"café-menu\"](); await tools.{long_alias}(); await tools.new(); await tools.p1({{ parameters: {{ first: \"x\" }} }}); }}\n"
+    );
+    let bad = "async function g() { await tools[\"1_a\"](); }\nasync function h() { await tools[\"café_menu\"](); }\n";
+    for layout in [Layout::Pretty, Layout::Compact] {
+        let d = declarations_with(&tools, layout).unwrap();
+        if layout == Layout::Compact {
+            assert!(d.contains("type Parameters2 = {"), "{d}");
+        }
+        let files = |program: &'static str, text: &str| {
+            tsc(&[
+                ("tools.d.ts", &d),
+                ("globals.d.ts", SANDBOX_GLOBALS),
+                (program, text),
+            ])
+        };
+        let (ok, diagnostics) = files("good.ts", &good);
+        assert!(ok, "{layout:?}:\n{diagnostics}\n{d}");
+        let (ok, diagnostics) = files("bad.ts", bad);
+        assert!(!ok, "{layout:?}: a name no run accepts type-checked\n{d}");
+        assert_eq!(
+            diagnostics
+                .lines()
+                .filter(|l| l.starts_with("bad.ts("))
+                .count(),
+            2,
+            "{layout:?}:\n{diagnostics}"
+        );
+    }
+}
+
 struct Program {
     file: String,
     text: String,
