@@ -882,10 +882,23 @@ fn last_member_open(mut members: String) -> String {
     members
 }
 
-/// Makes text safe inside a block comment.
+/// Makes text safe inside a block comment: no `*/`, and no TypeScript directive (see
+/// [`directive_safe`]).
 fn comment_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = directive_safe(text);
     if text.contains("*/") {
         std::borrow::Cow::Owned(text.replace("*/", "*\\/"))
+    } else {
+        text
+    }
+}
+
+/// `@ts-expect-error`, `@ts-ignore` and the other `@ts-` directives escaped as JSDoc
+/// escapes a tag (`\@ts-ignore`): at the start of a comment's line TypeScript would obey
+/// them (an unused `@ts-expect-error` is itself an error).
+fn directive_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains("@ts-") {
+        std::borrow::Cow::Owned(text.replace("@ts-", "\\@ts-"))
     } else {
         std::borrow::Cow::Borrowed(text)
     }
@@ -934,6 +947,7 @@ fn jsdoc_inline(out: &mut String, text: &str) {
 /// `text` as `//` comments, a line each (TypeScript's line terminators end a line, empty
 /// lines are left out).
 fn line_comment(out: &mut String, text: &str) {
+    let text = directive_safe(text);
     for line in text.split(['\n', '\r', '\u{2028}', '\u{2029}']) {
         let line = line.trim_end();
         if !line.is_empty() {
