@@ -848,7 +848,7 @@ fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert_eq!(
-        crate::support::processes_with(&marker),
+        crate::support::processes_left(&marker, std::time::Duration::from_secs(5)),
         0,
         "the job's command was killed"
     );

@@ -836,7 +836,7 @@ async fn a_hundred_jobs() {
     let took = started.elapsed();
     assert_eq!(h.registry.jobs().stats().threads, 0);
     assert_eq!(
-        crate::support::processes_with(&marker),
+        crate::support::processes_left(&marker, Duration::from_secs(5)),
         0,
         "no command is left"
     );
@@ -899,7 +899,7 @@ async fn job_kill_of_a_command_tool_kills_its_process_group() {
         .unwrap();
     assert_eq!(killed["status"], "killed");
     assert_eq!(
-        crate::support::processes_with(&marker),
+        crate::support::processes_left(&marker, Duration::from_secs(5)),
         0,
         "the command's group is gone"
     );

@@ -279,6 +279,19 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Processes whose command line holds `marker` (a test's own mark on the commands it starts).
+/// [`processes_with`] once it is 0, or after `within`: a killed process leaves `/proc` only
+/// once the kernel has run its exit, a moment after the signal.
+pub fn processes_left(marker: &str, within: std::time::Duration) -> usize {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = processes_with(marker);
+        if left == 0 || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 pub fn processes_with(marker: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
