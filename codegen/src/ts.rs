@@ -672,16 +672,35 @@ fn render(sorted: &[&ToolDecl], mut shapes: Option<&mut Shapes>) -> String {
         } else {
             "K in keyof ToolArgsMap".to_owned()
         };
-        // A tool whose arguments are all optional may be called without them.
+        // A tool whose arguments are all optional may be called without them, as in the
+        // pretty layout: the tools whose type `{}` satisfies but whose schema does not
+        // take `{}` for certain (`minProperties`, `anyOf`, …) are named.
+        let strict: Vec<String> = sorted
+            .iter()
+            .filter(|t| {
+                !args_optional(&t.input_schema)
+                    && t.input_schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .is_none_or(|r| r.is_empty())
+            })
+            .map(|t| quote(&t.name))
+            .collect();
+        let strict = if strict.is_empty() {
+            String::new()
+        } else {
+            format!("K extends {} ? [A] : ", strict.join(" | "))
+        };
         if methods.is_empty() {
+            let strict = strict.replace("[A]", "[ToolArgsMap[K]]");
             let _ = writeln!(
                 out,
-                "declare const tools: {{ [{keys}]: (...args: {{}} extends ToolArgsMap[K] ? [ToolArgsMap[K]?] : [ToolArgsMap[K]]) => Promise<ToolOutputMap[K]> }};"
+                "declare const tools: {{ [{keys}]: (...args: {strict}{{}} extends ToolArgsMap[K] ? [ToolArgsMap[K]?] : [ToolArgsMap[K]]) => Promise<ToolOutputMap[K]> }};"
             );
         } else {
             let _ = writeln!(
                 out,
-                "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
+                "type {METHOD}<K extends keyof ToolArgsMap, A = ToolArgsMap[K]> = (...args: {strict}{{}} extends A ? [A?] : [A]) => Promise<ToolOutputMap[K]>;"
             );
             let methods = last_member_open(methods);
             let _ = writeln!(

@@ -145,6 +145,7 @@ fn odd_names_type_check_exactly_as_a_run_accepts_them() {
         "new",
         "p1",
         "p2",
+        "minp",
     ]
     .into_iter()
     .map(|name| ToolDecl {
@@ -152,19 +153,21 @@ fn odd_names_type_check_exactly_as_a_run_accepts_them() {
         alias: Some(codemode::tool_alias(name)),
         description: format!("Does {name}."),
         annotations: Default::default(),
-        input_schema: if name.starts_with('p') {
-            shape.clone()
-        } else {
-            serde_json::json!({"type": "object"})
+        input_schema: match name {
+            "p1" | "p2" => shape.clone(),
+            // `{}` has the type's shape, but the schema refuses it: a call without
+            // arguments fails at run time, so it must not type-check.
+            "minp" => serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 1}),
+            _ => serde_json::json!({"type": "object"}),
         },
         output_schema: serde_json::json!(true),
     })
     .collect();
     let long_alias = codemode::tool_alias(&long);
     let good = format!(
-        "async function f() {{ await tools.get_sum(); await tools._1_a(); await tools[\"1-a\"](); await tools.caf__menu(); await tools[\"café-menu\"](); await tools.{long_alias}(); await tools.new(); await tools.p1({{ parameters: {{ first: \"x\" }} }}); }}\n"
+        "async function f() {{ await tools.get_sum(); await tools._1_a(); await tools[\"1-a\"](); await tools.caf__menu(); await tools[\"café-menu\"](); await tools.{long_alias}(); await tools.new(); await tools.p1({{ parameters: {{ first: \"x\" }} }}); await tools.p2(); await tools.minp({{ a: \"x\" }}); }}\n"
     );
-    let bad = "async function g() { await tools[\"1_a\"](); }\nasync function h() { await tools[\"café_menu\"](); }\n";
+    let bad = "async function g() { await tools[\"1_a\"](); }\nasync function h() { await tools[\"café_menu\"](); }\nasync function i() { await tools.minp(); }\n";
     for layout in [Layout::Pretty, Layout::Compact] {
         let d = declarations_with(&tools, layout).unwrap();
         if layout == Layout::Compact {
@@ -186,7 +189,7 @@ fn odd_names_type_check_exactly_as_a_run_accepts_them() {
                 .lines()
                 .filter(|l| l.starts_with("bad.ts("))
                 .count(),
-            2,
+            3,
             "{layout:?}:\n{diagnostics}"
         );
     }
