@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codemode::cards::CallCard;
-use codemode::hooks::{Approval, Approver, Decision, HookHandle};
+use codemode::hooks::{Approval, Approver, Decision, HookHandle, PreExecute};
 use codemode::{AllowedHosts, Exec, Registry};
 
 /// What a run may do besides reading under `--root`.
@@ -27,6 +27,37 @@ pub(crate) struct Permissions {
     /// `--ask`: a write or shell call not allowed by a flag is asked about on the terminal
     /// instead of refused (`net` stays flag-only: `web_fetch` checks its hosts itself).
     pub(crate) ask: bool,
+}
+
+/// The `pre_execute` listener of the `--allow` flags: denies (or, with `--ask`, asks
+/// about) a write, shell or network tool its flag did not allow.
+struct FlagPolicy {
+    write: bool,
+    shell: bool,
+    net: bool,
+    ask: bool,
+}
+
+impl PreExecute for FlagPolicy {
+    fn pre_execute(&self, exec: &Exec) -> Decision {
+        let flag = match exec.name() {
+            "write_file" | "edit_file" if !self.write => "--allow write",
+            "bash" if !self.shell => "--allow shell",
+            "web_fetch" if !self.net => "--allow net=HOST",
+            _ => return Decision::Allow,
+        };
+        if self.ask && flag != "--allow net=HOST" {
+            return Decision::Ask(format!("{} is not allowed by {flag}", exec.name()));
+        }
+        Decision::Deny(format!(
+            "not allowed in this run; run codemode with {flag} to allow it"
+        ))
+    }
+
+    /// Only with `--ask`: without it, no run needs recording in case it pauses.
+    fn may_ask(&self) -> bool {
+        self.ask
+    }
 }
 
 /// One `--allow` value.
@@ -84,20 +115,12 @@ impl Permissions {
 
     /// Installs the policy on `registry`; the handles keep it installed.
     pub(crate) fn install(&self, registry: &Registry) -> Vec<HookHandle> {
-        let (write, shell, net, ask) = (self.write, self.shell, !self.net.is_empty(), self.ask);
-        let listener = registry.pre_execute(move |exec: &Exec| {
-            let flag = match exec.name() {
-                "write_file" | "edit_file" if !write => "--allow write",
-                "bash" if !shell => "--allow shell",
-                "web_fetch" if !net => "--allow net=HOST",
-                _ => return Decision::Allow,
-            };
-            if ask && flag != "--allow net=HOST" {
-                return Decision::Ask(format!("{} is not allowed by {flag}", exec.name()));
-            }
-            Decision::Deny(format!(
-                "not allowed in this run; run codemode with {flag} to allow it"
-            ))
+        let ask = self.ask;
+        let listener = registry.pre_execute(FlagPolicy {
+            write: self.write,
+            shell: self.shell,
+            net: !self.net.is_empty(),
+            ask,
         });
         if ask && let Some(approver) = TerminalApprover::open() {
             registry.set_approver(Some(Arc::new(approver)));

@@ -82,6 +82,15 @@ pub enum Decision {
 pub trait PreExecute: Send + Sync + 'static {
     /// Decides about one call. Runs before the call starts; must not block.
     fn pre_execute(&self, exec: &Exec) -> Decision;
+
+    /// Whether this listener may ever answer [`Decision::Ask`] (default: `true`, which is
+    /// what every closure says). A `run_code` run records its calls, so that it can pause
+    /// at an `ask` and resume later, only while some installed listener may ask and no
+    /// approver can answer; a listener that only allows or denies returns `false` and
+    /// spares every run that record.
+    fn may_ask(&self) -> bool {
+        true
+    }
 }
 
 impl<F> PreExecute for F

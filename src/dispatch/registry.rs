@@ -429,11 +429,12 @@ impl Registry {
     }
 
     /// Whether a call made on behalf of `exec` (a run's nested call) could be left waiting
-    /// for a decision: a `pre_execute` listener is installed (it may answer `ask`) and no
-    /// approver can answer for it now.
+    /// for a decision: an installed `pre_execute` listener may answer `ask` (see
+    /// [`PreExecute::may_ask`]) and no approver can answer for it now.
     pub(crate) fn asks_wait(&self, exec: &super::Exec) -> bool {
         let hooks = self.inner.hooks.snapshot();
-        !hooks.pre.is_empty() && hooks.approver.as_ref().is_none_or(|a| !a.can_answer(exec))
+        hooks.pre.iter().any(|(_, listener)| listener.may_ask())
+            && hooks.approver.as_ref().is_none_or(|a| !a.can_answer(exec))
     }
 
     /// Calls a tool with a fresh cancellation signal and the registry's agent.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use codemode::hooks::{Decision, HookHandle};
+use codemode::hooks::{Decision, HookHandle, PreExecute};
 use codemode::run_code::{
     FilePausedRuns, Limits, MemoryPausedRuns, PausedRun, PausedRuns, RUN_CODE_RESUME,
     RunCodeConfig, run_code_resume_tool, run_code_tool,
@@ -417,6 +417,42 @@ async fn unknown_ids_and_decisions_for_other_calls_are_refused_with_nothing_run(
         "call 3 does not wait for approval; the run waits on call(s) 2"
     );
     assert_eq!(p.counts(), (1, 0));
+}
+
+/// A listener that says it never asks, and asks anyway about `write`.
+struct SaysItNeverAsks;
+
+impl PreExecute for SaysItNeverAsks {
+    fn pre_execute(&self, exec: &Exec) -> Decision {
+        match exec.name() {
+            "write" => Decision::Ask("write anyway?".into()),
+            _ => Decision::Allow,
+        }
+    }
+
+    fn may_ask(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn runs_are_not_recorded_when_no_listener_may_ask() {
+    // No journal is kept, so the run cannot pause: the ask the listener said it would never
+    // give is a denial, as without a store.
+    let mut p = Pausing::new();
+    p._policy = p.registry.pre_execute(SaysItNeverAsks);
+    let v = p.run(THREE_CALLS).await;
+    assert_eq!(v["status"], "error", "{v:#}");
+    assert_eq!(
+        v["error"]["message"],
+        "write: this call needs approval (write anyway?), and no approver is configured, so it was denied"
+    );
+    assert_eq!(p.counts(), (1, 0));
+    // One listener that may ask among others that never do: the run records, and pauses.
+    let _more = p.registry.pre_execute(SaysItNeverAsks);
+    p._policy = p.registry.pre_execute(|_: &Exec| Decision::Allow);
+    let v = p.run(THREE_CALLS).await;
+    assert_eq!(v["status"], "paused", "{v:#}");
 }
 
 #[tokio::test]
