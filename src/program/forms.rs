@@ -202,8 +202,14 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
     }
 
     // The value of a last expression statement is the result, unless a value is exported.
+    // Empty statements (`5;;`) leave the completion value as it was, as in JavaScript.
     let mut append = None;
-    match module.body.last() {
+    let last = module
+        .body
+        .iter()
+        .rev()
+        .find(|item| !matches!(item, ModuleItem::Stmt(Stmt::Empty(_))));
+    match last {
         _ if call_default => append = Some(format!("return {};", wrapper().default)),
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
             edits.push(Edit {

@@ -140,6 +140,9 @@ async fn top_level_await_return_and_last_expression() {
     let v = h.run("const x = 1;").await;
     assert_eq!(v["status"], "ok");
     assert!(v.get("result").is_none(), "undefined result is absent: {v}");
+    // Empty statements after the last expression leave its value the result, as in eval.
+    assert_eq!(h.ok("5;;").await, json!(5));
+    assert_eq!(h.ok("const y = 2\ny * 3;\n;\n ; ").await, json!(6));
 }
 
 #[tokio::test]
