@@ -88,7 +88,32 @@ const unbound = [
   "TypedArrayPrototypeGetSymbolToStringTag", getterOf(TypedArrayPrototype, Symbol.toStringTag),
 ];
 // The engine's `stack` is an accessor on Error.prototype (native: it runs no program code).
-const ErrorStackGetter = getterOf(Error.prototype, "stack");
+// Its text names positions in the code the engine runs, which is the program wrapped and
+// marked: the getter programs see puts them in the program's own lines and columns (the
+// host maps them), keeping the engine's setter. It runs no program code either. The host
+// reads the engine's own text (`ErrorStackNative`) for a run's error, and maps it itself.
+const ErrorStackNative = getterOf(Error.prototype, "stack");
+const ErrorStackGetter = (() => {
+  const d = ObjectGetOwnPropertyDescriptor(Error.prototype, "stack");
+  if (d === undefined || typeof d.get !== "function") return undefined;
+  const nativeGet = d.get;
+  const inSource = host.programStack;
+  const get = {
+    get stack() {
+      const text = ReflectApply(nativeGet, this, []);
+      return typeof text === "string" ? inSource(text) : text;
+    },
+  };
+  const getter = getterOf(get, "stack");
+  ObjectDefineProperty(Error.prototype, "stack", {
+    __proto__: null,
+    get: getter,
+    set: d.set,
+    enumerable: d.enumerable,
+    configurable: d.configurable,
+  });
+  return getter;
+})();
 
 // Whether `fn` is a class: its source starts with the keyword `class`, then (past white
 // space and comments) a name, `extends` or `{`; a method named `class` has `(` there.
@@ -157,7 +182,7 @@ internals.primordials = {
   __proto__: null,
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
   ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, isClass,
-  ArrayIsArray, ObjectGetPrototypeOf,
+  ArrayIsArray, ObjectGetPrototypeOf, ErrorStackNative,
 };
 
 // What the inspect module reads: a new object on each call (once per run).

@@ -13,6 +13,8 @@
 //   toolNames: [[name, alias], ...]
 //   maxArrayLength: the longest array the memory limit can hold
 //   isProxy(value) -> whether value is a Proxy (35_guards.js)
+//   programStack(text) -> a stack trace with the program's positions in its own source
+//     (00_primordials.js)
 // The Rust side builds it as `Host` in src/sandbox/host.rs (keep the two in step). They are
 // captured here; nothing reaches the program's global scope from this file. What the host
 // reads back from `internals` is listed by `Internals` in the same Rust file.

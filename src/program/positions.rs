@@ -45,6 +45,48 @@ impl Program {
     }
 }
 
+impl Program {
+    /// `text` (a stack trace the engine wrote) with every `FILE:LINE:COLUMN` of the
+    /// program, `file` being the name it runs under, in the model's own source; a position
+    /// in the wrapper around the program keeps only `file`. `None` when nothing changes.
+    pub(crate) fn stack_in_source(&self, text: &str, file: &str) -> Option<String> {
+        let mut out: Option<String> = None;
+        let mut copied = 0;
+        let mut from = 0;
+        while let Some(found) = text[from..].find(file) {
+            let after = from + found + file.len();
+            from = after;
+            let Some((line, column, end)) = line_and_column(&text[after..]) else {
+                continue;
+            };
+            let mapped = match self.original_position(line, column) {
+                Some((l, c)) => format!(":{l}:{c}"),
+                None => String::new(),
+            };
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..after]);
+            out.push_str(&mapped);
+            copied = after + end;
+            from = copied;
+        }
+        let mut out = out?;
+        out.push_str(&text[copied..]);
+        Some(out)
+    }
+}
+
+/// `:LINE:COLUMN` at the start of `text`: the line, the column and the bytes they take.
+fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
+    let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let rest = text.strip_prefix(':')?;
+    let l = digits(rest);
+    let line = rest[..l].parse().ok()?;
+    let rest = rest[l..].strip_prefix(':')?;
+    let c = digits(rest);
+    let column = rest[..c].parse().ok()?;
+    Some((line, column, 1 + l + 1 + c))
+}
+
 impl PositionMap {
     /// Maps a 1-based (line, character column) in the wrapped code to the model's source:
     /// the wrapper's prefix on line 1 and the recorded insertions are taken out, the lines
@@ -135,6 +177,32 @@ mod tests {
         }
         let e = prepare("const a = 1;\r  const b = ;").unwrap_err();
         assert_eq!((e.line, e.column), (Some(2), Some(13)));
+    }
+
+    #[test]
+    fn stack_traces_are_put_in_the_model_s_coordinates() {
+        let p = prepare("const x = await f();\nnull.y").unwrap();
+        let (line1, line2) = (
+            p.code.split('\n').next().unwrap(),
+            p.code.split('\n').nth(1).unwrap(),
+        );
+        // `f` on line 1 and `null` on line 2, where the engine sees them.
+        let f = line1.find("f()").unwrap() as u32 + 1;
+        let null = line2.find("null").unwrap() as u32 + 1;
+        let text = format!(
+            "    at g (program.js:1:{f})\n    at program (program.js:2:{null})\n    at run (program.js:1:3)\n    at h (other.js:1:{f})\n    at k (program.js)\n"
+        );
+        assert_eq!(
+            p.stack_in_source(&text, "program.js").unwrap(),
+            format!(
+                "    at g (program.js:1:17)\n    at program (program.js:2:1)\n    at run (program.js)\n    at h (other.js:1:{f})\n    at k (program.js)\n"
+            )
+        );
+        assert_eq!(
+            p.stack_in_source("    at k (program.js)\n", "program.js"),
+            None
+        );
+        assert_eq!(p.stack_in_source("program.js:", "program.js"), None);
     }
 
     #[test]

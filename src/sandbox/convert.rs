@@ -93,6 +93,18 @@ impl<'js> Primordials<'js> {
             .ok()
     }
 
+    /// The stack trace the engine wrote for `error`, an Error object, in the coordinates of
+    /// the code the engine runs (the getter programs see maps them to the program's own
+    /// source). `None` when it has none, or below the stack floor.
+    pub(crate) fn engine_stack(&self, ctx: &Ctx<'js>, error: &Value<'js>) -> Option<String> {
+        let text: Value<'js> = self.call_builtin(
+            ctx,
+            "ErrorStackNative",
+            (rquickjs::function::This(error.clone()),),
+        )?;
+        text.as_string()?.to_string().ok()
+    }
+
     /// `Object.prototype` as it was before the program ran.
     pub(crate) fn object_prototype(&self) -> &Object<'js> {
         &self.object_prototype

@@ -143,7 +143,7 @@ pub(crate) async fn run(mut request: RunRequest, pool: Option<&EnginePool>) -> R
         )));
     }
     let program = match program::prepare(&request.source) {
-        Ok(p) => p,
+        Ok(p) => Arc::new(p),
         Err(e) => return fail(errors::from_source(e)),
     };
     let stack = match super::stack::engine_stack(request.limits.stack) {
@@ -205,7 +205,7 @@ pub(super) struct Parked {
 /// What a parked engine's run needs when its program arrives.
 struct Start {
     request: RunRequest,
-    program: Program,
+    program: Arc<Program>,
     woken: Arc<Woken>,
     calls_signal: CancellationToken,
     /// The run's engine stack, in bytes (its limit was set to this on this thread).
@@ -280,7 +280,7 @@ impl Parked {
     async fn adopt(
         mut self,
         mut request: RunRequest,
-        program: Program,
+        program: Arc<Program>,
         deadline: Instant,
         stack: usize,
     ) -> RunReport {
@@ -303,6 +303,7 @@ impl Parked {
         );
         {
             let mut st = lock(&self.state);
+            st.program = Some(program.clone());
             st.logs.tap = request.log_tap.take();
             if let Some(journal) = request.journal.take() {
                 if journal.can_pause() {
@@ -429,6 +430,7 @@ fn host_state(
         spare_wake: None,
         catalog: None,
         journal: None,
+        program: None,
     }
 }
 
@@ -1100,7 +1102,11 @@ impl Driver<'_> {
             .inspect
             .call::<_, String>((thrown.clone(),))
             .ok();
-        let mut error = errors::program_error(self.program, thrown, shown);
+        let engine_stack = thrown
+            .is_error()
+            .then(|| js.prims.engine_stack(thrown.ctx(), thrown))
+            .flatten();
+        let mut error = errors::program_error(self.program, thrown, shown, engine_stack);
         // A ToolCallError has no frames (the call ran on the host): it carries the await
         // the program had last reached when the call failed, in straight-line code the
         // call's own `await` (also when the error is caught and thrown again later).

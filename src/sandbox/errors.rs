@@ -89,11 +89,14 @@ pub(super) fn deadlock(made: usize, site: Option<&AwaitSite>) -> ProgramError {
 /// The kind is [`ToolCall`](ProgramErrorKind::ToolCall) for an error named
 /// `ToolCallError`, [`Thrown`](ProgramErrorKind::Thrown) for anything else; a value that
 /// is not an Error (`throw "text"`, `throw null`, `throw {}`) is an `Error` saying what was
-/// thrown.
+/// thrown. `engine_stack` is the stack trace the engine wrote for an Error, in the
+/// coordinates of the code it runs; without it, the `stack` the program sees (already in
+/// its own coordinates) gives the position.
 pub(super) fn program_error(
     program: &Program,
     thrown: &Value<'_>,
     inspected: Option<String>,
+    engine_stack: Option<String>,
 ) -> ProgramError {
     if thrown.is_null() && !thrown.is_error() {
         return ProgramError::thrown("Error", "the program threw null (not an Error)");
@@ -150,10 +153,14 @@ pub(super) fn program_error(
     } else {
         ProgramError::thrown(if name.is_empty() { "Error" } else { &name }, message)
     };
-    if let Some(stack) = get("stack")
-        && let Some((line, column)) = first_program_position(&stack)
-        && let Some((l, c)) = program.original_position(line, column)
-    {
+    // A ToolCallError has no frames (the call ran on the host): its position is the await
+    // its call reached (see the driver).
+    let position = match engine_stack {
+        Some(stack) if !tool_call => first_program_position(&stack)
+            .and_then(|(line, column)| program.original_position(line, column)),
+        _ => get("stack").and_then(|stack| first_program_position(&stack)),
+    };
+    if let Some((l, c)) = position {
         error = error.at(l, c);
     }
     // A syntax error the engine found in the program names its position in the message.

@@ -48,6 +48,9 @@ pub(super) struct Host<'js> {
     clock: Function<'js>,
     /// `random()` → the next `Math.random` value of a run that may pause.
     random: Function<'js>,
+    /// `programStack(text)`: a stack trace the engine wrote, with the program's positions
+    /// in the model's own source (see [`crate::program::Program::stack_in_source`]).
+    program_stack: Function<'js>,
     /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
     /// running its traps); 35_guards.js reads a `length` only when no code runs for it.
     is_proxy: Function<'js>,
@@ -219,8 +222,27 @@ impl<'js> Host<'js> {
 
         let is_proxy = Function::new(ctx.clone(), |value: Value<'js>| value.is_proxy())?;
 
+        let stack_state = state.clone();
+        let program_stack = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  text: rquickjs::String<'js>|
+                  -> rquickjs::Result<rquickjs::String<'js>> {
+                // Text with a lone surrogate (in a function's name) is left as it is.
+                let Ok(raw) = text.to_string() else {
+                    return Ok(text);
+                };
+                let program = lock(&stack_state).program.clone();
+                match program.and_then(|p| p.stack_in_source(&raw, super::errors::PROGRAM_FILE)) {
+                    Some(mapped) => rquickjs::String::from_str(ctx, &mapped),
+                    None => Ok(text),
+                }
+            },
+        )?;
+
         Ok(Host {
             is_proxy,
+            program_stack,
             tool_functions,
             unknown_tool,
             search_tools,
@@ -257,6 +279,7 @@ impl<'js> Host<'js> {
         host.set("toolNames", self.tool_names)?;
         host.set("maxArrayLength", self.max_array_length)?;
         host.set("isProxy", self.is_proxy)?;
+        host.set("programStack", self.program_stack)?;
         Ok(host)
     }
 }

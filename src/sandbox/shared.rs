@@ -25,6 +25,9 @@ pub(super) struct HostState {
     pub(super) catalog: Option<crate::discovery::Catalog>,
     /// The journal of a run that may pause (see `journal.rs`).
     pub(super) journal: Option<super::journal::Recorder>,
+    /// The run's program, for stack traces in its own coordinates (none in an engine
+    /// waiting for its run).
+    pub(super) program: Option<Arc<crate::program::Program>>,
 }
 
 /// [`HostState`] as the host functions and the loop hold it.

@@ -126,6 +126,41 @@ async fn a_runtime_error_reports_its_position() {
 }
 
 #[tokio::test]
+async fn stack_traces_name_the_program_s_own_lines_and_columns() {
+    let h = Harness::new(fast_limits());
+    // The wrapper on line 1, an await's mark, TypeScript and the prose and fence before the
+    // program all move the code the engine runs; neither `stack` nor the console shows it.
+    let v = h
+        .run("Here it is:\n```ts\nfunction f(): never { throw new Error(\"boom\") }\nconst x = await Promise.resolve(1); try { f() } catch (e) { console.log(e); return (e as Error).stack }\n```")
+        .await;
+    let frames = "    at f (program.js:3:33)\n    at program (program.js:4:43)\n";
+    assert_eq!(v["result"], frames, "{v:#}");
+    assert_eq!(
+        v["logs"][0]["text"],
+        format!("Error: boom\n{}", frames.trim_end())
+    );
+    // Columns count characters, not UTF-8 bytes.
+    for s in ["ab", "日本"] {
+        let code = format!("const s = \"{s}\"; const e = new Error(s); [e.stack]");
+        assert_eq!(
+            h.ok(&code).await,
+            json!(["    at program (program.js:1:37)\n"])
+        );
+    }
+    // The setter is the engine's: a stack the program writes is kept as written.
+    assert_eq!(
+        h.ok("const e = new Error('x'); e.stack = 'at program.js:1:1'; e.stack")
+            .await,
+        json!("at program.js:1:1")
+    );
+    // An error the program does not catch names the same place as its stack.
+    let e = h
+        .err("function f() { throw new Error('boom') }\nawait 1; f()")
+        .await;
+    assert_eq!((&e["line"], &e["column"]), (&json!(1), &json!(26)));
+}
+
+#[tokio::test]
 async fn top_level_await_return_and_last_expression() {
     let h = Harness::new(fast_limits());
     assert_eq!(h.ok("return 1 + 1").await, json!(2));

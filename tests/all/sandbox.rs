@@ -454,7 +454,7 @@ async fn export_default_runs_as_in_a_module() {
         .run("export default () => { console.log(new Error('e').stack.split('\\n')[0].trim()); return 1 }")
         .await;
     assert_eq!(
-        v["logs"][0]["text"], "at default (program.js:1:154)",
+        v["logs"][0]["text"], "at default (program.js:1:40)",
         "{v:#}"
     );
     // Only the exported value is called: a function the program returns otherwise is not.
