@@ -33,25 +33,31 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
     // Blocks: (tag, body start byte, body end byte, lines before body).
     let mut blocks: Vec<(String, usize, usize, u32)> = Vec::new();
     let mut offset = 0usize;
-    let mut open: Option<(String, usize, u32)> = None;
+    // The open block: its tag, fence (character and length), body start, lines before.
+    let mut open: Option<(String, (char, usize), usize, u32)> = None;
     for (index, line) in source.split_inclusive('\n').enumerate() {
         let content = line.trim_end_matches(['\n', '\r']);
         if is_fence(content) {
+            let (fence, rest) = fence_of(content);
             match open.take() {
                 None => {
-                    let tag = content
-                        .trim_start_matches(' ')
-                        .trim_start_matches(['`', '~'])
-                        .trim()
-                        .to_ascii_lowercase();
-                    open = Some((tag, offset + line.len(), index as u32 + 1));
+                    let tag = rest.trim().to_ascii_lowercase();
+                    open = Some((tag, fence, offset + line.len(), index as u32 + 1));
                 }
-                Some((tag, start, lines)) => blocks.push((tag, start, offset, lines)),
+                // As CommonMark closes a code block: the same character, at least as many
+                // times, and nothing after it but spaces.
+                Some((tag, opened, start, lines)) => {
+                    if fence.0 == opened.0 && fence.1 >= opened.1 && rest.trim().is_empty() {
+                        blocks.push((tag, start, offset, lines));
+                    } else {
+                        open = Some((tag, opened, start, lines));
+                    }
+                }
             }
         }
         offset += line.len();
     }
-    if let Some((tag, start, lines)) = open {
+    if let Some((tag, _, start, lines)) = open {
         blocks.push((tag, start, source.len(), lines));
     }
     let code_tag = |t: &str| {
@@ -69,6 +75,15 @@ pub(crate) fn unfence(source: &str) -> (&str, u32) {
         Some((_, start, end, lines)) => (&source[*start..*end], *lines),
         None => (source, 0),
     }
+}
+
+/// A fence line's fence (its character and how many times it repeats) and what follows.
+fn fence_of(line: &str) -> ((char, usize), &str) {
+    let line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
+    let t = line.trim_start_matches(' ');
+    let c = if t.starts_with('~') { '~' } else { '`' };
+    let rest = t.trim_start_matches(c);
+    ((c, t.len() - rest.len()), rest)
 }
 
 /// Whether a fence line of `source` (parsed as `module`) is read as code: prose that
@@ -133,6 +148,17 @@ mod tests {
             ("return 2\n", 2)
         );
         assert_eq!(unfence("\u{FEFF}```ts\nreturn 4\n```\n"), ("return 4\n", 1));
+    }
+
+    #[test]
+    fn a_block_closes_at_a_fence_as_long_of_the_same_character_alone_on_its_line() {
+        // A shorter fence, another character, or text after the fence is the block's text.
+        let text = "prose\n````js\nconst s = `\n```\n~~~~\n```` x\n`;\nreturn s\n`````\nafter\n";
+        assert_eq!(
+            unfence(text),
+            ("const s = `\n```\n~~~~\n```` x\n`;\nreturn s\n", 2)
+        );
+        assert_eq!(unfence("~~~\nreturn 1\n~~~~  \nafter\n"), ("return 1\n", 1));
     }
 
     #[test]

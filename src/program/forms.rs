@@ -202,13 +202,10 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
     }
 
     // The value of a last expression statement is the result, unless a value is exported.
-    // Empty statements (`5;;`) leave the completion value as it was, as in JavaScript.
+    // Empty statements (`5;;`) leave the completion value as it was, as in JavaScript, and
+    // so do TypeScript's declarations that leave no code (`5; type T = number`).
     let mut append = None;
-    let last = module
-        .body
-        .iter()
-        .rev()
-        .find(|item| !matches!(item, ModuleItem::Stmt(Stmt::Empty(_))));
+    let last = module.body.iter().rev().find(|item| !leaves_no_code(item));
     match last {
         _ if call_default => append = Some(format!("return {};", wrapper().default)),
         Some(ModuleItem::Stmt(Stmt::Expr(e))) => {
@@ -290,6 +287,25 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
         call_default,
         awaits,
     })
+}
+
+/// Whether `item` is nothing once TypeScript is stripped: an empty statement, a type, an
+/// interface, a `declare`d name, or an `import type`.
+fn leaves_no_code(item: &ModuleItem) -> bool {
+    match item {
+        ModuleItem::Stmt(Stmt::Empty(_)) => true,
+        ModuleItem::Stmt(Stmt::Decl(decl)) => match decl {
+            Decl::TsInterface(_) | Decl::TsTypeAlias(_) => true,
+            Decl::Var(v) => v.declare,
+            Decl::Fn(f) => f.declare,
+            Decl::Class(c) => c.declare,
+            Decl::TsEnum(e) => e.declare,
+            Decl::TsModule(m) => m.declare,
+            Decl::Using(_) => false,
+        },
+        ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => i.type_only,
+        _ => false,
+    }
 }
 
 /// Whether `item` only declares: nothing in it runs when the program does (a variable's

@@ -19,49 +19,78 @@ pub(super) struct PositionMap {
 }
 
 impl Program {
-    /// Maps a 1-based (line, column) in [`Program::code`] to the model's source; `None`
-    /// for a position in the wrapper around the program (QuickJS reports the start of the
-    /// program's function for some errors in declarations: no position beats a wrong one).
+    /// Maps a 1-based (line, column) in [`Program::code`], as the engine counts them, to the
+    /// model's source; `None` for a position in the wrapper around the program (QuickJS
+    /// reports the start of the program's function for some errors in declarations: no
+    /// position beats a wrong one).
     pub(crate) fn original_position(&self, line: u32, column: u32) -> Option<(u32, u32)> {
-        // The engine counts columns in UTF-8 bytes; positions here are in characters.
-        let column = self.char_column(line, column);
+        self.original_position_in(line, column, &mut None)
+    }
+
+    /// [`original_position`](Self::original_position), with the code's line index made once
+    /// for many look-ups.
+    fn original_position_in(
+        &self,
+        line: u32,
+        column: u32,
+        index: &mut Option<LineIndex>,
+    ) -> Option<(u32, u32)> {
+        let (line, column) = self.ecmascript_position(line, column, index);
         if line == 1 && column <= self.map.prefix {
             return None;
         }
         Some(self.map.original(line, column))
     }
 
-    /// The 1-based character column of 1-based UTF-8 byte column `column` on 1-based
-    /// `line` of [`Program::code`].
-    fn char_column(&self, line: u32, column: u32) -> u32 {
-        let Some(text) = self.code.split('\n').nth(line.saturating_sub(1) as usize) else {
-            return column;
+    /// The 1-based character column of the engine's 1-based `line` and UTF-8 byte
+    /// `column`. The engine ends lines in code where ECMAScript does (`\n`, `\r\n`, a lone
+    /// `\r`, U+2028, U+2029), so the line is the same.
+    fn ecmascript_position(
+        &self,
+        line: u32,
+        column: u32,
+        index: &mut Option<LineIndex>,
+    ) -> (u32, u32) {
+        let code = self.code.as_str();
+        let index = index.get_or_insert_with(|| LineIndex::new(code));
+        let Some(&start) = index.starts.get(line.saturating_sub(1) as usize) else {
+            return (line, column);
         };
-        let mut byte = (column.saturating_sub(1) as usize).min(text.len());
-        while !text.is_char_boundary(byte) {
+        let end = index
+            .starts
+            .get(line as usize)
+            .copied()
+            .unwrap_or(code.len());
+        let mut byte = (start + column.saturating_sub(1) as usize).min(end);
+        while !code.is_char_boundary(byte) {
             byte -= 1;
         }
-        text[..byte].chars().count() as u32 + 1
+        (line, index.line_col(code, byte).1 + 1)
     }
 }
 
 impl Program {
-    /// `text` (a stack trace the engine wrote) with every `FILE:LINE:COLUMN` of the
-    /// program, `file` being the name it runs under, in the model's own source; a position
-    /// in the wrapper around the program keeps only `file`. `None` when nothing changes.
+    /// `text` (a stack trace the engine wrote) with the program's frames, `(FILE:LINE:COLUMN)`
+    /// where `file` is the name it runs under, in the model's own source; a position in the
+    /// wrapper around the program (or on the engine's line 0) keeps only `(FILE)`. Only a
+    /// frame's parenthesised position is read: a function's name that looks like one is
+    /// left alone. `None` when nothing changes.
     pub(crate) fn stack_in_source(&self, text: &str, file: &str) -> Option<String> {
+        let opening = format!("({file}:");
+        let mut index = None;
         let mut out: Option<String> = None;
         let mut copied = 0;
         let mut from = 0;
-        while let Some(found) = text[from..].find(file) {
-            let after = from + found + file.len();
+        while let Some(found) = text[from..].find(&opening) {
+            // After the file's name, where `:LINE:COLUMN)` starts.
+            let after = from + found + opening.len() - 1;
             from = after;
             let Some((line, column, end)) = line_and_column(&text[after..]) else {
                 continue;
             };
-            let mapped = match self.original_position(line, column) {
-                Some((l, c)) => format!(":{l}:{c}"),
-                None => String::new(),
+            let mapped = match self.original_position_in(line, column, &mut index) {
+                Some((l, c)) if line > 0 => format!(":{l}:{c}"),
+                _ => String::new(),
             };
             let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
             out.push_str(&text[copied..after]);
@@ -75,7 +104,8 @@ impl Program {
     }
 }
 
-/// `:LINE:COLUMN` at the start of `text`: the line, the column and the bytes they take.
+/// `:LINE:COLUMN)` at the start of `text`: the line, the column and the bytes they take
+/// (the closing parenthesis stays).
 fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
     let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let rest = text.strip_prefix(':')?;
@@ -84,7 +114,9 @@ fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
     let rest = rest[l..].strip_prefix(':')?;
     let c = digits(rest);
     let column = rest[..c].parse().ok()?;
-    Some((line, column, 1 + l + 1 + c))
+    rest[c..]
+        .starts_with(')')
+        .then_some((line, column, 1 + l + 1 + c))
 }
 
 impl PositionMap {
@@ -190,19 +222,27 @@ mod tests {
         let f = line1.find("f()").unwrap() as u32 + 1;
         let null = line2.find("null").unwrap() as u32 + 1;
         let text = format!(
-            "    at g (program.js:1:{f})\n    at program (program.js:2:{null})\n    at run (program.js:1:3)\n    at h (other.js:1:{f})\n    at k (program.js)\n"
+            "    at g (program.js:1:{f})\n    at program (program.js:2:{null})\n    at run (program.js:1:3)\n    at h (other.js:1:{f})\n    at k (program.js)\n    at <anonymous> (program.js:0:1)\n"
         );
         assert_eq!(
             p.stack_in_source(&text, "program.js").unwrap(),
             format!(
-                "    at g (program.js:1:17)\n    at program (program.js:2:1)\n    at run (program.js)\n    at h (other.js:1:{f})\n    at k (program.js)\n"
+                "    at g (program.js:1:17)\n    at program (program.js:2:1)\n    at run (program.js)\n    at h (other.js:1:{f})\n    at k (program.js)\n    at <anonymous> (program.js)\n"
             )
+        );
+        // A name that looks like a position is a name.
+        let named = format!(
+            "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:2:{null})\n"
+        );
+        assert_eq!(
+            p.stack_in_source(&named, "program.js").unwrap(),
+            format!("    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:2:1)\n")
         );
         assert_eq!(
             p.stack_in_source("    at k (program.js)\n", "program.js"),
             None
         );
-        assert_eq!(p.stack_in_source("program.js:", "program.js"), None);
+        assert_eq!(p.stack_in_source("(program.js:", "program.js"), None);
     }
 
     #[test]

@@ -158,6 +158,22 @@ async fn stack_traces_name_the_program_s_own_lines_and_columns() {
         .err("function f() { throw new Error('boom') }\nawait 1; f()")
         .await;
     assert_eq!((&e["line"], &e["column"]), (&json!(1), &json!(26)));
+    // Lines end where ECMAScript ends them, also at a lone `\r` and at U+2028, which the
+    // engine does not count.
+    assert_eq!(
+        h.ok("0;\r  const s = new Error('x').stack;\n0;\n[s]").await,
+        json!(["    at program (program.js:2:17)\n"])
+    );
+    let e = h.err("0;\r   null.x").await;
+    assert_eq!((&e["line"], &e["column"]), (&json!(2), &json!(4)));
+    let e = h.err("0;\u{2028}\n\n\n  throw new Error('x')").await;
+    assert_eq!((&e["line"], &e["column"]), (&json!(5), &json!(13)));
+    // A function's name that looks like a position is a name.
+    assert_eq!(
+        h.ok("const o = {['see program.js:1:1']() { return new Error().stack }};\n[o['see program.js:1:1']()]")
+            .await,
+        json!(["    at see program.js:1:1 (program.js:1:50)\n    at program (program.js:2:2)\n"])
+    );
 }
 
 #[tokio::test]
@@ -178,6 +194,12 @@ async fn top_level_await_return_and_last_expression() {
     // Empty statements after the last expression leave its value the result, as in eval.
     assert_eq!(h.ok("5;;").await, json!(5));
     assert_eq!(h.ok("const y = 2\ny * 3;\n;\n ; ").await, json!(6));
+    // So do TypeScript's declarations that leave no code.
+    assert_eq!(
+        h.ok("5;\ntype T = number;\ninterface I { a: T }\ndeclare const z: I;\nimport type { X } from 'x';")
+            .await,
+        json!(5)
+    );
 }
 
 #[tokio::test]
