@@ -289,12 +289,15 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
     })
 }
 
-/// Whether `item` is nothing once TypeScript is stripped: an empty statement, a type, an
-/// interface, a `declare`d name, or an `import type`.
+/// Whether `item` is nothing once TypeScript is stripped and exports are made statements:
+/// an empty statement, a type, an interface, a `declare`d name (exported or not), an
+/// `import type`, or an `export { … }`.
 fn leaves_no_code(item: &ModuleItem) -> bool {
     match item {
         ModuleItem::Stmt(Stmt::Empty(_)) => true,
-        ModuleItem::Stmt(Stmt::Decl(decl)) => match decl {
+        ModuleItem::ModuleDecl(ModuleDecl::ExportNamed(_)) => true,
+        ModuleItem::Stmt(Stmt::Decl(decl))
+        | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl { decl, .. })) => match decl {
             Decl::TsInterface(_) | Decl::TsTypeAlias(_) => true,
             Decl::Var(v) => v.declare,
             Decl::Fn(f) => f.declare,

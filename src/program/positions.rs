@@ -104,8 +104,8 @@ impl Program {
     }
 }
 
-/// `:LINE:COLUMN)` at the start of `text`: the line, the column and the bytes they take
-/// (the closing parenthesis stays).
+/// `:LINE:COLUMN)` at the start of `text`, at the end of its line: the line, the column and
+/// the bytes they take (the closing parenthesis stays).
 fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
     let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let rest = text.strip_prefix(':')?;
@@ -114,9 +114,10 @@ fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
     let rest = rest[l..].strip_prefix(':')?;
     let c = digits(rest);
     let column = rest[..c].parse().ok()?;
-    rest[c..]
-        .starts_with(')')
-        .then_some((line, column, 1 + l + 1 + c))
+    // The engine ends a frame's line with its position: `(…)` earlier on the line is part
+    // of the function's name.
+    let after = &rest[c..];
+    (after.starts_with(")\n") || after == ")").then_some((line, column, 1 + l + 1 + c))
 }
 
 impl PositionMap {
@@ -232,11 +233,13 @@ mod tests {
         );
         // A name that looks like a position is a name.
         let named = format!(
-            "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:2:{null})\n"
+            "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:1:1) (program.js:2:{null})\n"
         );
         assert_eq!(
             p.stack_in_source(&named, "program.js").unwrap(),
-            format!("    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:2:1)\n")
+            format!(
+                "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:1:1) (program.js:2:1)\n"
+            )
         );
         assert_eq!(
             p.stack_in_source("    at k (program.js)\n", "program.js"),

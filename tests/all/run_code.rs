@@ -196,7 +196,7 @@ async fn top_level_await_return_and_last_expression() {
     assert_eq!(h.ok("const y = 2\ny * 3;\n;\n ; ").await, json!(6));
     // So do TypeScript's declarations that leave no code.
     assert_eq!(
-        h.ok("5;\ntype T = number;\ninterface I { a: T }\ndeclare const z: I;\nimport type { X } from 'x';")
+        h.ok("5;\ntype T = number;\ninterface I { a: T }\ndeclare const z: I;\nimport type { X } from 'x';\nexport type U = T;\nexport interface J {}\nexport {};")
             .await,
         json!(5)
     );
