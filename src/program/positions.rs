@@ -35,7 +35,7 @@ impl Program {
         column: u32,
         index: &mut Option<LineIndex>,
     ) -> Option<(u32, u32)> {
-        let (line, column) = self.ecmascript_position(line, column, index);
+        let (line, column) = self.char_position(line, column, index);
         if line == 1 && column <= self.map.prefix {
             return None;
         }
@@ -45,12 +45,7 @@ impl Program {
     /// The 1-based character column of the engine's 1-based `line` and UTF-8 byte
     /// `column`. The engine ends lines in code where ECMAScript does (`\n`, `\r\n`, a lone
     /// `\r`, U+2028, U+2029), so the line is the same.
-    fn ecmascript_position(
-        &self,
-        line: u32,
-        column: u32,
-        index: &mut Option<LineIndex>,
-    ) -> (u32, u32) {
+    fn char_position(&self, line: u32, column: u32, index: &mut Option<LineIndex>) -> (u32, u32) {
         let code = self.code.as_str();
         let index = index.get_or_insert_with(|| LineIndex::new(code));
         let Some(&start) = index.starts.get(line.saturating_sub(1) as usize) else {
@@ -67,9 +62,7 @@ impl Program {
         }
         (line, index.line_col(code, byte).1 + 1)
     }
-}
 
-impl Program {
     /// `text` (a stack trace the engine wrote) with the program's frames, `(FILE:LINE:COLUMN)`
     /// where `file` is the name it runs under, in the model's own source; a position in the
     /// wrapper around the program (or on the engine's line 0) keeps only `(FILE)`. Only a
