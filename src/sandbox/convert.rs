@@ -707,6 +707,7 @@ pub(crate) fn json_to_js<'js>(
         ctx,
         prim,
         atoms: HashMap::default(),
+        strings: SharedStrings::default(),
         indices_safe: None,
     }
     .convert(value)
@@ -718,6 +719,8 @@ struct ToJs<'a, 'js> {
     /// Keys already made into atoms, and whether assigning them to a fresh object is safe
     /// (no property of that name on `Object.prototype` could intercept it).
     atoms: HashMap<String, (Atom<'js>, bool), FxBuild>,
+    /// Short strings already made, for later equal ones to share.
+    strings: SharedStrings<'js>,
     /// Whether no array index is a property of `Array.prototype` or `Object.prototype`
     /// (checked once, for long arrays).
     indices_safe: Option<bool>,
@@ -726,6 +729,94 @@ struct ToJs<'a, 'js> {
 /// Arrays at least this long are filled by assignment when that is safe.
 const FAST_ARRAY: usize = 32;
 
+/// The longest string (UTF-8 bytes) a conversion shares between equal values. Repeated
+/// values in a result (a status, a type, a tag) are short; a long one is rarely repeated.
+const SHARED_STRING_BYTES: usize = 32;
+
+/// How many short strings a conversion makes one by one before it starts sharing them: a
+/// small result does not pay for the table.
+const STRINGS_BEFORE_SHARING: usize = 16;
+
+/// The table of shared strings has `1 << SHARED_SLOT_BITS` slots.
+const SHARED_SLOT_BITS: u32 = 10;
+
+/// The short strings a conversion made, for equal ones met later to share (a JavaScript
+/// string cannot change, and equal strings cannot be told apart, so sharing is invisible to
+/// the program): each takes its own block in the engine, several times the bytes of its
+/// text, and a result that repeats a status or a tag would otherwise hold it once per use.
+///
+/// A table of `1 << SHARED_SLOT_BITS` slots indexed by the text's hash. A text is kept
+/// the second time its hash is met in its slot, so a result without repeats (every text its
+/// own) only writes a hash per string: nothing it made is held past its use, where freeing
+/// it later would cost a cache miss.
+#[derive(Default)]
+struct SharedStrings<'js> {
+    /// Short strings met so far.
+    met: usize,
+    /// Empty until [`STRINGS_BEFORE_SHARING`] short strings were met.
+    slots: Vec<SharedSlot<'js>>,
+}
+
+#[derive(Default)]
+struct SharedSlot<'js> {
+    /// The hash of the last text met here.
+    hash: u64,
+    /// A text met twice here, and the string made for it.
+    kept: Option<(String, rquickjs::String<'js>)>,
+}
+
+impl<'js> SharedStrings<'js> {
+    /// The JavaScript string `text`: the one made earlier for the same text when the
+    /// table keeps it, or else a new one.
+    fn get(&mut self, ctx: &Ctx<'js>, text: String) -> rquickjs::Result<rquickjs::String<'js>> {
+        if text.len() > SHARED_STRING_BYTES {
+            return rquickjs::String::from_str(ctx.clone(), &text);
+        }
+        self.met += 1;
+        if self.slots.is_empty() {
+            if self.met < STRINGS_BEFORE_SHARING {
+                return rquickjs::String::from_str(ctx.clone(), &text);
+            }
+            self.slots = (0..1usize << SHARED_SLOT_BITS)
+                .map(|_| SharedSlot::default())
+                .collect();
+        }
+        let hash = short_hash(text.as_bytes());
+        // The hash's high bits are its best mixed.
+        let slot = &mut self.slots[(hash >> (64 - SHARED_SLOT_BITS)) as usize];
+        if let Some((kept, made)) = &slot.kept
+            && *kept == text
+        {
+            return Ok(made.clone());
+        }
+        let made = rquickjs::String::from_str(ctx.clone(), &text)?;
+        if slot.hash == hash {
+            slot.kept = Some((text, made.clone()));
+        } else {
+            slot.hash = hash;
+        }
+        Ok(made)
+    }
+}
+
+/// A hash of at most [`SHARED_STRING_BYTES`] bytes from their first and last eight and
+/// their length (multiplied as FxHash does): no loop over the bytes.
+fn short_hash(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let (head, tail) = if n >= 8 {
+        (word(&bytes[..8]), word(&bytes[n - 8..]))
+    } else {
+        (word(bytes), 0)
+    };
+    let mixed = (head ^ (n as u64).rotate_left(56)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    (mixed.rotate_left(5) ^ tail).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
 impl<'js> ToJs<'_, 'js> {
     fn convert(&mut self, value: serde_json::Value) -> rquickjs::Result<Value<'js>> {
         let ctx = self.ctx;
@@ -733,9 +824,7 @@ impl<'js> ToJs<'_, 'js> {
             serde_json::Value::Null => Value::new_null(ctx.clone()),
             serde_json::Value::Bool(b) => Value::new_bool(ctx.clone(), b),
             serde_json::Value::Number(n) => number_to_js(ctx, self.prim, &n)?,
-            serde_json::Value::String(s) => {
-                rquickjs::String::from_str(ctx.clone(), &s)?.into_value()
-            }
+            serde_json::Value::String(s) => self.strings.get(ctx, s)?.into_value(),
             serde_json::Value::Array(_) | serde_json::Value::Object(_)
                 if super::stack::too_low_to_convert() =>
             {

@@ -289,3 +289,57 @@ async fn a_result_the_engine_cannot_hold_fails_the_call_instead_of_hanging_it() 
     }
     assert_eq!(v["calls"][1]["status"], "error", "{v:#}");
 }
+
+#[tokio::test]
+async fn repeated_short_strings_in_a_result_are_held_once_and_read_as_sent() {
+    const N: usize = 200_000;
+    // 200 000 strings, each its own block in the engine, need about 10 MB beyond the
+    // array's own 3 to 5 MB; one shared string fits in the same limit.
+    let mut h = Harness::new(Limits::default().memory(12 << 20));
+    h.add(test_tool("same").returns(json!(vec!["open"; N])));
+    h.add(test_tool("distinct").returns(Value::Array(
+        (0..N).map(|i| json!(format!("k{i}"))).collect(),
+    )));
+    let long = "a string longer than thirty-two bytes, made for each value";
+    h.add(test_tool("mixed").returns(json!([
+        "é✓", "é✓", long, long, "", "", "open", "OPEN", "open ", "k1", "k1"
+    ])));
+    let v = h
+        .ok("const v = await tools.same(); return [v.length, v.every((s) => s === 'open'), v[0] + v[N - 1]]"
+            .replace('N', &N.to_string())
+            .as_str())
+        .await;
+    assert_eq!(v, json!([N, true, "openopen"]));
+    let v = h
+        .run("const v = await tools.distinct(); return v.length")
+        .await;
+    assert_eq!(v["error"]["name"], "OutOfMemory", "{v:#}");
+    // 6 000 texts, each met twice or more, in a table of 1 024 slots: texts that share a
+    // slot take it from each other, and every value still reads as sent.
+    let mut small = Harness::new(Limits::default());
+    small.add(
+        test_tool("distinct").returns(Value::Array(
+            (0..10_000)
+                .map(|i| json!(format!("k{}", i % 6_000)))
+                .collect(),
+        )),
+    );
+    let v = small
+        .ok("const v = await tools.distinct(); return [new Set(v).size, v[0], v[5999], v[6000], v[9999], v.every((s, i) => s === 'k' + (i % 6000))]")
+        .await;
+    assert_eq!(v, json!([6_000, "k0", "k5999", "k0", "k3999", true]));
+    let v = h
+        .ok("const v = await tools.mixed(); return [v, v.map((s) => s.length), v[0] === v[1], v[2] === v[3]]")
+        .await;
+    assert_eq!(
+        v,
+        json!([
+            [
+                "é✓", "é✓", long, long, "", "", "open", "OPEN", "open ", "k1", "k1"
+            ],
+            [2, 2, long.len(), long.len(), 0, 0, 4, 4, 5, 2, 2],
+            true,
+            true
+        ])
+    );
+}
