@@ -63,37 +63,68 @@ impl Program {
         (line, index.line_col(code, byte).1 + 1)
     }
 
-    /// `text` (a stack trace the engine wrote) with the program's frames, `(FILE:LINE:COLUMN)`
-    /// where `file` is the name it runs under, in the model's own source; a position in the
-    /// wrapper around the program (or on the engine's line 0) keeps only `(FILE)`. Only a
-    /// frame's parenthesised position is read: a function's name that looks like one is
-    /// left alone. `None` when nothing changes.
+    /// `text` (a stack trace the engine wrote) as the model reads it:
+    /// - the program's frames, `(FILE:LINE:COLUMN)` where `file` is the name it runs under,
+    ///   in the model's own source; a position in the wrapper around the program (or on the
+    ///   engine's line 0) keeps only `(FILE)`. Only a frame's parenthesised position, at the
+    ///   end of its line, is read: a function's name that looks like one is left alone;
+    /// - the sandbox's own frames left out: the prelude's (its bytecode has no file, so the
+    ///   engine writes `(<null>:0:1)`), and the `apply` or `call` through which the prelude
+    ///   called the program's function (a timer's callback, a `sort` comparator, an
+    ///   `export default` function), as Node leaves out its internals' frames in the same
+    ///   places.
+    ///
+    /// `None` when nothing changes.
     pub(crate) fn stack_in_source(&self, text: &str, file: &str) -> Option<String> {
         let opening = format!("({file}:");
         let mut index = None;
-        let mut out: Option<String> = None;
-        let mut copied = 0;
-        let mut from = 0;
-        while let Some(found) = text[from..].find(&opening) {
-            // After the file's name, where `:LINE:COLUMN)` starts.
-            let after = from + found + opening.len() - 1;
-            from = after;
-            let Some((line, column, end)) = line_and_column(&text[after..]) else {
+        let mut out = String::with_capacity(text.len());
+        let mut changed = false;
+        // A native `apply` or `call` frame, written only when the frame after it is not
+        // the prelude's.
+        let mut held: Option<&str> = None;
+        for line in text.split_inclusive('\n') {
+            let frame = line.strip_suffix('\n').unwrap_or(line);
+            let prelude = frame.ends_with(')')
+                && frame
+                    .rfind(" (")
+                    .is_some_and(|at| frame[at + 2..].starts_with("<null>:"));
+            if prelude {
+                held = None;
+                changed = true;
                 continue;
-            };
-            let mapped = match self.original_position_in(line, column, &mut index) {
-                Some((l, c)) if line > 0 => format!(":{l}:{c}"),
-                _ => String::new(),
-            };
-            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-            out.push_str(&text[copied..after]);
-            out.push_str(&mapped);
-            copied = after + end;
-            from = copied;
+            }
+            if let Some(held) = held.take() {
+                out.push_str(held);
+            }
+            if matches!(frame.trim_start(), "at apply (native)" | "at call (native)") {
+                held = Some(line);
+                continue;
+            }
+            // After the file's name, where `:LINE:COLUMN)` starts.
+            let mapped = line.rfind(&opening).and_then(|found| {
+                let after = found + opening.len() - 1;
+                let (l, c, end) = line_and_column(&line[after..])?;
+                let position = match self.original_position_in(l, c, &mut index) {
+                    Some((ol, oc)) if l > 0 => format!(":{ol}:{oc}"),
+                    _ => String::new(),
+                };
+                Some((after, position, after + end))
+            });
+            match mapped {
+                Some((after, position, end)) => {
+                    out.push_str(&line[..after]);
+                    out.push_str(&position);
+                    out.push_str(&line[end..]);
+                    changed = true;
+                }
+                None => out.push_str(line),
+            }
         }
-        let mut out = out?;
-        out.push_str(&text[copied..]);
-        Some(out)
+        if let Some(held) = held {
+            out.push_str(held);
+        }
+        changed.then_some(out)
     }
 }
 
@@ -239,6 +270,29 @@ mod tests {
             None
         );
         assert_eq!(p.stack_in_source("(program.js:", "program.js"), None);
+        // The prelude's frames go, with the `apply` it called the program's function
+        // through; the program's own `apply`, and a native `sort`, stay.
+        let through = format!(
+            "    at <anonymous> (program.js:2:{null})\n    at apply (native)\n    at fireTimer (<null>:0:1)\n"
+        );
+        assert_eq!(
+            p.stack_in_source(&through, "program.js").unwrap(),
+            "    at <anonymous> (program.js:2:1)\n"
+        );
+        let sorted = format!(
+            "    at cmp (program.js:2:{null})\n    at sort (native)\n    at apply (native)\n    at sort (<null>:0:1)\n    at call (native)\n    at g (program.js:2:{null})\n    at apply (native)\n    at runDefault (<null>:0:1)\n    at apply (native)"
+        );
+        assert_eq!(
+            p.stack_in_source(&sorted, "program.js").unwrap(),
+            "    at cmp (program.js:2:1)\n    at sort (native)\n    at call (native)\n    at g (program.js:2:1)\n    at apply (native)"
+        );
+        assert_eq!(
+            p.stack_in_source(
+                "    at f (<null>:0:1) or (x)\n    at apply (native)\n",
+                "program.js"
+            ),
+            None
+        );
     }
 
     #[test]

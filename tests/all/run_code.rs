@@ -174,6 +174,24 @@ async fn stack_traces_name_the_program_s_own_lines_and_columns() {
             .await,
         json!(["    at see program.js:1:1 (program.js:1:50)\n    at program (program.js:2:2)\n"])
     );
+    // The sandbox's own frames are left out: a timer's, a guarded `sort`'s, an
+    // `export default` function's caller; the engine's native frames stay.
+    let v = h
+        .run("const stacks = [];\nsetTimeout(() => stacks.push(new Error('t').stack), 1);\nawait new Promise((r) => setTimeout(r, 5));\n[2, 1].sort((a, b) => { stacks.push(new Error('s').stack); return a - b });\nReflect.apply(function g() { stacks.push(new Error('g').stack) }, null, []);\nexport default () => { console.log(new Error('d')); return stacks }")
+        .await;
+    assert_eq!(
+        v["result"],
+        json!([
+            "    at <anonymous> (program.js:2:34)\n",
+            "    at <anonymous> (program.js:4:41)\n    at sort (native)\n    at program (program.js:4:8)\n",
+            "    at g (program.js:5:46)\n    at apply (native)\n    at program (program.js:5:15)\n",
+        ]),
+        "{v:#}"
+    );
+    assert_eq!(
+        v["logs"][0]["text"],
+        "Error: d\n    at default (program.js:6:40)"
+    );
 }
 
 #[tokio::test]
