@@ -108,25 +108,18 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             continue;
         };
         match decl {
+            // `import …` and TypeScript's `import x = require("m")`: only types may be
+            // imported, and they leave nothing.
             ModuleDecl::Import(ImportDecl {
                 span, type_only, ..
-            }) => {
-                if *type_only {
-                    edits.push(Edit {
-                        start: off(span.lo),
-                        kind: EditKind::Replace {
-                            end: off(span.hi),
-                            text: blank(body, off(span.lo), off(span.hi)),
-                        },
-                    });
-                } else {
-                    return Err(position_error(
-                        body,
-                        off(span.lo),
-                        "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`".into(),
-                    ));
-                }
-            }
+            }) => import(&mut edits, body, off(span.lo), off(span.hi), *type_only)?,
+            ModuleDecl::TsImportEquals(import_equals) => import(
+                &mut edits,
+                body,
+                off(import_equals.span.lo),
+                off(import_equals.span.hi),
+                import_equals.is_type_only,
+            )?,
             ModuleDecl::ExportDecl(_)
             | ModuleDecl::ExportDefaultExpr(_)
             | ModuleDecl::ExportDefaultDecl(_)
@@ -307,8 +300,34 @@ fn leaves_no_code(item: &ModuleItem) -> bool {
             Decl::Using(_) => false,
         },
         ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => i.type_only,
+        ModuleItem::ModuleDecl(ModuleDecl::TsImportEquals(i)) => i.is_type_only,
         _ => false,
     }
+}
+
+/// An `import` at `start..end`: blanked when it imports only types, or else refused.
+fn import(
+    edits: &mut Vec<Edit>,
+    body: &str,
+    start: usize,
+    end: usize,
+    type_only: bool,
+) -> Result<(), SourceError> {
+    if !type_only {
+        return Err(position_error(
+            body,
+            start,
+            "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`".into(),
+        ));
+    }
+    edits.push(Edit {
+        start,
+        kind: EditKind::Replace {
+            end,
+            text: blank(body, start, end),
+        },
+    });
+    Ok(())
 }
 
 /// Whether `item` only declares: nothing in it runs when the program does (a variable's
@@ -319,6 +338,7 @@ fn is_declaration(item: &ModuleItem) -> bool {
         | ModuleItem::ModuleDecl(ModuleDecl::ExportDecl(ExportDecl { decl, .. })) => decl,
         ModuleItem::Stmt(Stmt::Empty(_)) => return true,
         ModuleItem::ModuleDecl(ModuleDecl::Import(i)) => return i.type_only,
+        ModuleItem::ModuleDecl(ModuleDecl::TsImportEquals(i)) => return i.is_type_only,
         ModuleItem::ModuleDecl(ModuleDecl::ExportNamed(_)) => return true,
         _ => return false,
     };
@@ -329,6 +349,8 @@ fn is_declaration(item: &ModuleItem) -> bool {
                 None | Some(Expr::Arrow(_) | Expr::Fn(_) | Expr::Lit(_))
             )
         }),
+        // Its value is disposed of when the program ends: that runs.
+        Decl::Using(_) => false,
         _ => true,
     }
 }

@@ -607,6 +607,36 @@ async fn program_forms_a_model_writes() {
         e["message"],
         "the program only declares helper() and never calls anything, so nothing would run; call it, e.g. `return await helper()`"
     );
+    // A `using` declaration runs: its value is disposed of when the program ends.
+    assert_eq!(
+        h.run("using r = { [Symbol.dispose]() { console.log('disposed') } };\nfunction f() { return 1 }")
+            .await["logs"][0]["text"],
+        "disposed"
+    );
+    // Nothing is imported but types, however it is written.
+    for (program, column) in [
+        ("const a = 1;\nimport fs from 'fs'", 1),
+        ("const a = 1;\n  import fs = require('fs');", 3),
+        ("const a = 1;\nexport import x = N.y;", 1),
+    ] {
+        let e = h.err(program).await;
+        assert_eq!(e["name"], "SyntaxError", "{program}: {e}");
+        assert_eq!(
+            e["message"],
+            "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`",
+            "{program}"
+        );
+        assert_eq!(
+            (&e["line"], &e["column"]),
+            (&json!(2), &json!(column)),
+            "{program}"
+        );
+    }
+    assert_eq!(
+        h.ok("5;\nimport type T = require('t');\nimport type { U } from 'u';")
+            .await,
+        json!(5)
+    );
     let e = h
         .err("const a = 1;\nnamespace N { export const x = 1 }")
         .await;
