@@ -166,8 +166,9 @@ mod tests {
         let p = prepare("Here it is:\n```ts\nconst x: number = 1;\nx\n```\nDone.").unwrap();
         assert!(!p.code.contains("Here"));
         assert!(p.code.contains("const x         = 1;"), "{}", p.code);
-        // line 2 of the code is line 4 of the model's text
-        assert_eq!(p.original_position(2, 1).map(|p| p.0), Some(4));
+        // the program's line 2, the engine's line 3 (after the wrapper's line), is line 4 of
+        // the model's text
+        assert_eq!(p.original_position(3, 1).map(|p| p.0), Some(4));
     }
 
     #[test]

@@ -43,8 +43,8 @@ pub(crate) use self::parse::with_parse_stack;
 pub(crate) use self::positions::LineIndex;
 use self::positions::PositionMap;
 use self::strip::{has_type_syntax, strip_types};
+use self::wrapper::wrapper;
 pub(crate) use self::wrapper::{AWAIT_KEY, EXPORTED_KEY, IMPLICIT_KEY};
-use self::wrapper::{prefix_chars, wrapper};
 
 /// A program ready to evaluate.
 #[derive(Debug, Clone)]
@@ -120,7 +120,8 @@ pub(crate) fn prepare_here(source: &str) -> Result<Program, SourceError> {
     let (body, line_offset) = unfence(source);
     let body = &*without_hashbang(body);
     let mut map = PositionMap {
-        prefix: prefix_chars(),
+        prefix_lines: 1,
+        prefix: 0,
         line_offset,
         insertions: Vec::new(),
     };
@@ -231,6 +232,7 @@ pub(crate) fn body_for_check(source: &str, prefix: &str, value: &str, suffix: &s
     let (body, line_offset) = unfence(source);
     let body = &*without_hashbang(body);
     let mut map = PositionMap {
+        prefix_lines: 0,
         prefix: prefix.chars().count() as u32,
         line_offset,
         insertions: Vec::new(),

@@ -9,7 +9,9 @@ use super::Program;
 /// Where the edits of [`prepare`](super::prepare) moved the model's text.
 #[derive(Debug, Clone, Default)]
 pub(super) struct PositionMap {
-    /// Characters of the wrapper before the program on line 1.
+    /// Lines the wrapper takes whole before the program's first line.
+    pub(super) prefix_lines: u32,
+    /// Characters of the wrapper before the program on the program's first line.
     pub(super) prefix: u32,
     /// Lines of prose and fence before the program in the model's text.
     pub(super) line_offset: u32,
@@ -36,7 +38,8 @@ impl Program {
         index: &mut Option<LineIndex>,
     ) -> Option<(u32, u32)> {
         let (line, column) = self.char_position(line, column, index);
-        if line == 1 && column <= self.map.prefix {
+        let first = self.map.prefix_lines + 1;
+        if line < first || (line == first && column <= self.map.prefix) {
             return None;
         }
         Some(self.map.original(line, column))
@@ -146,10 +149,10 @@ fn line_and_column(text: &str) -> Option<(u32, u32, usize)> {
 
 impl PositionMap {
     /// Maps a 1-based (line, character column) in the wrapped code to the model's source:
-    /// the wrapper's prefix on line 1 and the recorded insertions are taken out, the lines
-    /// before the program added.
+    /// the wrapper's prefix and the recorded insertions are taken out, the lines before the
+    /// program added.
     pub(super) fn original(&self, line: u32, column: u32) -> (u32, u32) {
-        let l0 = line.saturating_sub(1);
+        let l0 = line.saturating_sub(1).saturating_sub(self.prefix_lines);
         let mut c0 = column.saturating_sub(1);
         if l0 == 0 {
             c0 = c0.saturating_sub(self.prefix);
@@ -224,7 +227,6 @@ impl LineIndex {
 mod tests {
     use super::*;
     use crate::program::prepare;
-    use crate::program::wrapper::wrapper;
 
     #[test]
     fn every_ecmascript_line_terminator_ends_a_line() {
@@ -239,15 +241,17 @@ mod tests {
     #[test]
     fn stack_traces_are_put_in_the_model_s_coordinates() {
         let p = prepare("const x = await f();\nnull.y").unwrap();
+        // The wrapper's prefix takes the engine's line 1: the program's lines 1 and 2 are
+        // its lines 2 and 3.
         let (line1, line2) = (
-            p.code.split('\n').next().unwrap(),
             p.code.split('\n').nth(1).unwrap(),
+            p.code.split('\n').nth(2).unwrap(),
         );
         // `f` on line 1 and `null` on line 2, where the engine sees them.
         let f = line1.find("f()").unwrap() as u32 + 1;
         let null = line2.find("null").unwrap() as u32 + 1;
         let text = format!(
-            "    at g (program.js:1:{f})\n    at program (program.js:2:{null})\n    at run (program.js:1:3)\n    at h (other.js:1:{f})\n    at k (program.js)\n    at <anonymous> (program.js:0:1)\n"
+            "    at g (program.js:2:{f})\n    at program (program.js:3:{null})\n    at run (program.js:1:3)\n    at h (other.js:1:{f})\n    at k (program.js)\n    at <anonymous> (program.js:0:1)\n"
         );
         assert_eq!(
             p.stack_in_source(&text, "program.js").unwrap(),
@@ -257,12 +261,12 @@ mod tests {
         );
         // A name that looks like a position is a name.
         let named = format!(
-            "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:1:1) (program.js:2:{null})\n"
+            "    at see program.js:2:{f} or (program.js:3:{null}x) (program.js:1:1) (program.js:3:{null})\n"
         );
         assert_eq!(
             p.stack_in_source(&named, "program.js").unwrap(),
             format!(
-                "    at see program.js:1:{f} or (program.js:2:{null}x) (program.js:1:1) (program.js:2:1)\n"
+                "    at see program.js:2:{f} or (program.js:3:{null}x) (program.js:1:1) (program.js:2:1)\n"
             )
         );
         assert_eq!(
@@ -273,14 +277,14 @@ mod tests {
         // The prelude's frames go, with the `apply` it called the program's function
         // through; the program's own `apply`, and a native `sort`, stay.
         let through = format!(
-            "    at <anonymous> (program.js:2:{null})\n    at apply (native)\n    at fireTimer (<null>:0:1)\n"
+            "    at <anonymous> (program.js:3:{null})\n    at apply (native)\n    at fireTimer (<null>:0:1)\n"
         );
         assert_eq!(
             p.stack_in_source(&through, "program.js").unwrap(),
             "    at <anonymous> (program.js:2:1)\n"
         );
         let sorted = format!(
-            "    at cmp (program.js:2:{null})\n    at sort (native)\n    at apply (native)\n    at sort (<null>:0:1)\n    at call (native)\n    at g (program.js:2:{null})\n    at apply (native)\n    at runDefault (<null>:0:1)\n    at apply (native)"
+            "    at cmp (program.js:3:{null})\n    at sort (native)\n    at apply (native)\n    at sort (<null>:0:1)\n    at call (native)\n    at g (program.js:3:{null})\n    at apply (native)\n    at runDefault (<null>:0:1)\n    at apply (native)"
         );
         assert_eq!(
             p.stack_in_source(&sorted, "program.js").unwrap(),
@@ -298,9 +302,13 @@ mod tests {
     #[test]
     fn insertion_shifts_only_later_columns() {
         let p = prepare("x.y").unwrap();
-        // `return ` was inserted before x on line 1 after the prefix.
-        let col_in_code = wrapper().prefix.len() as u32 + "return ".len() as u32 + 1;
-        assert_eq!(p.original_position(1, col_in_code), Some((1, 1)));
+        // `return ` (after the implicit-result flag) was inserted before x, on the
+        // engine's line 2, after the wrapper's line.
+        let col_in_code = p.code.split('\n').nth(1).unwrap().find("x.y").unwrap() as u32 + 1;
+        assert_eq!(p.original_position(2, col_in_code), Some((1, 1)));
+        assert_eq!(p.original_position(2, col_in_code + 2), Some((1, 3)));
+        assert_eq!(p.original_position(2, 1), Some((1, 1)));
         assert_eq!(p.original_position(1, 1), None);
+        assert_eq!(p.original_position(1, 30), None);
     }
 }

@@ -28,7 +28,9 @@ pub(crate) const EXPORTED_KEY: &str = "exported";
 
 /// The wrapper around the program body and the places it writes (see [`wrapper`]).
 pub(super) struct Wrapper {
-    /// Put before the program body, on its first line.
+    /// Put before the program body, on a line of its own: the engine counts the columns
+    /// of its first line from 0 for some positions (a call's, a property read's) and from 1
+    /// for others, and from 1 on every later line.
     pub(super) prefix: String,
     /// Put after the program body.
     pub(super) suffix: String,
@@ -52,16 +54,11 @@ pub(super) fn wrapper() -> &'static Wrapper {
         let tag = hasher.finish();
         let state = format!("__codemode_{tag:016x}");
         Wrapper {
-            prefix: format!("0,async function program({state}) {{"),
+            prefix: format!("0,async function program({state}) {{\n"),
             suffix: "\n}".to_owned(),
             mark: format!("{state}.{AWAIT_KEY}"),
             implicit: format!("{state}.{IMPLICIT_KEY}"),
             default: format!("{state}.{EXPORTED_KEY}"),
         }
     })
-}
-
-/// The prefix's length in characters (the columns it shifts on line 1).
-pub(super) fn prefix_chars() -> u32 {
-    wrapper().prefix.chars().count() as u32
 }

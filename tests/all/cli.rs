@@ -162,7 +162,7 @@ fn timeout_and_memory_flags_set_the_limits() {
         (code, out.as_str()),
         (
             1,
-            "error: RangeError: Maximum call stack size exceeded (line 1, column 47)\n"
+            "error: RangeError: Maximum call stack size exceeded (line 1, column 48)\n"
         )
     );
     for out_of_range in ["1k", "17MiB", "1GiB"] {

@@ -174,6 +174,21 @@ async fn stack_traces_name_the_program_s_own_lines_and_columns() {
             .await,
         json!(["    at see program.js:1:1 (program.js:1:50)\n    at program (program.js:2:2)\n"])
     );
+    // A call's column is the same on the program's first line as on any other (the
+    // engine counts some columns of its own first line from 0: the program starts on its
+    // second).
+    for (program, line) in [
+        ("function f() { return new Error('x').stack }; [f()]", 1),
+        ("0;\nfunction f() { return new Error('x').stack }; [f()]", 2),
+    ] {
+        assert_eq!(
+            h.ok(program).await,
+            json!([format!(
+                "    at f (program.js:{line}:27)\n    at program (program.js:{line}:48)\n"
+            )]),
+            "{program}"
+        );
+    }
     // The sandbox's own frames are left out: a timer's, a guarded `sort`'s, an
     // `export default` function's caller; the engine's native frames stay.
     let v = h
@@ -680,7 +695,7 @@ async fn the_array_guards_read_length_once_and_refuse_only_large_work() {
     let e = h.err("new Array(2 ** 32 - 1).slice(0, 2 ** 31)").await;
     assert_eq!(
         e,
-        json!({"name": "RangeError", "message": "slice() on a length of 4294967295 is refused: no array that long fits in the sandbox's memory", "line": 1, "column": 23})
+        json!({"name": "RangeError", "message": "slice() on a length of 4294967295 is refused: no array that long fits in the sandbox's memory", "line": 1, "column": 24})
     );
     let e = h.err("[1].flatMap(() => new Array(1e9))").await;
     assert_eq!(
