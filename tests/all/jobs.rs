@@ -1,8 +1,8 @@
 //! Background jobs: the runtime's rules, the job tools, `run_in_background` for tools that
 //! opt in, and `run_code` in the background or yielding.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode::hooks::Decision;
@@ -420,6 +420,73 @@ async fn running_jobs_are_bounded_per_owner_and_in_all() {
     assert_eq!(start(&b).unwrap_err(), JobError::TooMany { limit: 3 });
     assert_eq!(jobs.stats().started, 3, "a refused job takes no id");
     assert_eq!(jobs.stats().running, 3);
+    jobs.shutdown().await;
+}
+
+/// A job that writes its last line and ends while its output is being read is reported
+/// running, not ended without that line: the status is read before the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_says_ended_holds_everything_the_job_wrote() {
+    let jobs = Jobs::default();
+    let owner = Agent::new();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = Mutex::new(Some(tx));
+    let watch = jobs.clone();
+    let handle = jobs
+        .start(JobSpec::new(
+            "talk",
+            "t",
+            owner.clone(),
+            1 << 20,
+            move |context| {
+                let out = context.output_buffer();
+                out.push("first\n");
+                let later = out.clone();
+                Producer {
+                    cancel: Box::new(|| {}),
+                    done: Box::pin(async move {
+                        let _ = rx.await;
+                        later.push("last\n");
+                        JobEnd::Finished(json!("done"))
+                    }),
+                    read_output: Some(Box::new(move |max| {
+                        let read = out.read(max);
+                        // The first read lets the job write its last line and end before
+                        // the read returns.
+                        if let Some(tx) = tx.lock().unwrap().take() {
+                            let _ = tx.send(());
+                            let deadline = Instant::now() + Duration::from_secs(10);
+                            while watch.stats().running > 0 && Instant::now() < deadline {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            assert_eq!(watch.stats().running, 0, "the job ended");
+                        }
+                        read
+                    })),
+                }
+            },
+        ))
+        .unwrap();
+    let never = CancellationToken::new();
+    let id = handle.job_id.as_str();
+    let first = jobs
+        .output(id, &owner, 1000, Duration::ZERO, &never)
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.output.text.as_str(), &first.status),
+        ("first\n", &JobStatus::Running)
+    );
+    let rest = jobs
+        .output(id, &owner, 1000, Duration::ZERO, &never)
+        .await
+        .unwrap();
+    assert_eq!(rest.output.text, "last\n");
+    assert!(
+        matches!(&rest.status, JobStatus::Finished(v) if *v == json!("done")),
+        "{:?}",
+        rest.status
+    );
     jobs.shutdown().await;
 }
 

@@ -487,11 +487,18 @@ impl Entry {
     }
 
     fn report(&self, output: OutputRead) -> JobReport {
-        let state = self.lock_state();
-        let (status, elapsed) = match &*state {
+        self.report_reading(|_| output)
+    }
+
+    /// The job's report with the output `read` takes, read after the status: a job
+    /// reported ended wrote everything before it ended, so the report holds all of it (or
+    /// says how many bytes are left), never a part read before the job's last lines.
+    fn report_reading(&self, read: impl FnOnce(&Self) -> OutputRead) -> JobReport {
+        let (status, elapsed) = match &*self.lock_state() {
             State::Running { .. } => (JobStatus::Running, self.started.elapsed()),
             State::Ended { status, at } => (status.clone(), *at - self.started),
         };
+        let output = read(self);
         JobReport {
             job_id: self.id.clone(),
             kind: self.kind.clone(),
@@ -705,17 +712,16 @@ impl Jobs {
         let notified = job.news.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let first = read(&job);
-        if !first.is_empty() || !job.is_running() || wait.is_zero() {
-            return Ok(job.report(first));
+        let first = job.report_reading(read);
+        if !first.output.is_empty() || first.status != JobStatus::Running || wait.is_zero() {
+            return Ok(first);
         }
         tokio::select! {
             () = notified => {}
             () = tokio::time::sleep(wait) => {}
             () = signal.cancelled() => {}
         }
-        let news = read(&job);
-        Ok(job.report(news))
+        Ok(job.report_reading(read))
     }
 
     /// Waits up to `wait` (or until `signal` fires) for the end of job `id`.
