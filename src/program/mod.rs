@@ -16,7 +16,7 @@
 //!    `async function main()` never called (it is called); [`awaits`] numbers every `await`
 //!    so a run can say where the program waits.
 //! 4. The edited body is put inside the [`wrapper`](mod@wrapper)
-//!    (`0,async function program(STATE) {` … `}`, opening on the body's first line).
+//!    (`0,async function program(STATE) {` … `}`, opening on a line of its own).
 //! 5. [`strip`]: TypeScript syntax is stripped with `swc_ts_fast_strip` (types become
 //!    spaces, so lines and columns are kept), and a NUL is written as its escape (the
 //!    engine takes its source as a C string).

@@ -1,7 +1,9 @@
 //! The function a program's body becomes, and the state it records for the host.
 //!
-//! The body runs as `0,async function program(STATE) {` … `}`, opening on the body's first
-//! line so that lines stay the model's; the code evaluates to that function. The host calls
+//! The body runs as `0,async function program(STATE) {` … `}`, the opening on a line of
+//! its own before the body's first line, so that every line of the body is one more than
+//! the model's and every column is the model's (the engine counts some columns of its own
+//! first line from 0, and the rest from 1); the code evaluates to that function. The host calls
 //! it with a fresh state object of its own (no prototype, own data properties
 //! [`AWAIT_KEY`], [`IMPLICIT_KEY`] and [`EXPORTED_KEY`]), which the edited body writes and
 //! the host reads.
