@@ -423,6 +423,46 @@ async fn running_jobs_are_bounded_per_owner_and_in_all() {
     jobs.shutdown().await;
 }
 
+/// Starts job `talk` of `owner`: it writes `first`, waits for `go`, writes `last`, lingers
+/// for `linger` and finishes with `"done"`. Each read of its output calls `after_read`
+/// before it returns. Its id.
+fn start_talking_job(
+    jobs: &Jobs,
+    owner: &Agent,
+    first: String,
+    go: tokio::sync::oneshot::Receiver<()>,
+    (last, linger): (&'static str, Duration),
+    after_read: impl Fn() + Send + Sync + 'static,
+) -> String {
+    jobs.start(JobSpec::new(
+        "talk",
+        "t",
+        owner.clone(),
+        1 << 20,
+        move |context| {
+            let out = context.output_buffer();
+            out.push(&first);
+            let later = out.clone();
+            Producer {
+                cancel: Box::new(|| {}),
+                done: Box::pin(async move {
+                    let _ = go.await;
+                    later.push(last);
+                    tokio::time::sleep(linger).await;
+                    JobEnd::Finished(json!("done"))
+                }),
+                read_output: Some(Box::new(move |max| {
+                    let read = out.read(max);
+                    after_read();
+                    read
+                })),
+            }
+        },
+    ))
+    .unwrap()
+    .job_id
+}
+
 /// A job that writes its last line and ends while its output is being read is reported
 /// running, not ended without that line: the status is read before the output.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,43 +472,26 @@ async fn a_report_that_says_ended_holds_everything_the_job_wrote() {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let tx = Mutex::new(Some(tx));
     let watch = jobs.clone();
-    let handle = jobs
-        .start(JobSpec::new(
-            "talk",
-            "t",
-            owner.clone(),
-            1 << 20,
-            move |context| {
-                let out = context.output_buffer();
-                out.push("first\n");
-                let later = out.clone();
-                Producer {
-                    cancel: Box::new(|| {}),
-                    done: Box::pin(async move {
-                        let _ = rx.await;
-                        later.push("last\n");
-                        JobEnd::Finished(json!("done"))
-                    }),
-                    read_output: Some(Box::new(move |max| {
-                        let read = out.read(max);
-                        // The first read lets the job write its last line and end before
-                        // the read returns.
-                        if let Some(tx) = tx.lock().unwrap().take() {
-                            let _ = tx.send(());
-                            let deadline = Instant::now() + Duration::from_secs(10);
-                            while watch.stats().running > 0 && Instant::now() < deadline {
-                                std::thread::sleep(Duration::from_millis(1));
-                            }
-                            assert_eq!(watch.stats().running, 0, "the job ended");
-                        }
-                        read
-                    })),
+    // The first read lets the job write its last line and end before the read returns.
+    let job_id = start_talking_job(
+        &jobs,
+        &owner,
+        "first\n".to_owned(),
+        rx,
+        ("last\n", Duration::ZERO),
+        move || {
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(());
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while watch.stats().running > 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
                 }
-            },
-        ))
-        .unwrap();
+                assert_eq!(watch.stats().running, 0, "the job ended");
+            }
+        },
+    );
     let never = CancellationToken::new();
-    let id = handle.job_id.as_str();
+    let id = job_id.as_str();
     let first = jobs
         .output(id, &owner, 1000, Duration::ZERO, &never)
         .await
@@ -495,31 +518,16 @@ async fn read_output_is_consumed_bounded_and_waited_for() {
     let jobs = Jobs::default();
     let owner = Agent::new();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = jobs
-        .start(JobSpec::new(
-            "talk",
-            "t",
-            owner.clone(),
-            1 << 20,
-            move |context| {
-                let out = context.output_buffer();
-                out.push(&"x".repeat(100));
-                let later = out.clone();
-                Producer {
-                    cancel: Box::new(|| {}),
-                    done: Box::pin(async move {
-                        let _ = rx.await;
-                        later.push("late line\n");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        JobEnd::Finished(json!("done"))
-                    }),
-                    read_output: Some(Box::new(move |max| out.read(max))),
-                }
-            },
-        ))
-        .unwrap();
+    let job_id = start_talking_job(
+        &jobs,
+        &owner,
+        "x".repeat(100),
+        rx,
+        ("late line\n", Duration::from_millis(50)),
+        || {},
+    );
     let never = CancellationToken::new();
-    let id = handle.job_id.as_str();
+    let id = job_id.as_str();
     let first = jobs
         .output(id, &owner, 10, Duration::ZERO, &never)
         .await
