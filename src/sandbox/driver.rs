@@ -661,8 +661,11 @@ impl Driver<'_> {
             // from this frame's floor (the future may have moved thread since the last
             // turn), then rebase (a job may have entered a host function deep down).
             js.prims.floor.rebase(ctx);
-            while self.flags.reason().is_none() && ctx.execute_pending_job() {}
+            let jobs = engine::run_jobs(ctx, self.flags);
             js.prims.floor.rebase(ctx);
+            if jobs.is_err() {
+                return Err(self.uncaught(ctx, js, timers::Uncaught::Microtask));
+            }
             engine::report_deferred_rejections(ctx);
             if let Some(e) = self.stopped() {
                 return Err(e);
@@ -873,7 +876,7 @@ impl Driver<'_> {
                     Ok(Err(id)) => Err(self.diverged(format!(
                         "the recorded run fired timer {id} at this point, and the program has no such timer set"
                     ))),
-                    Err(e) => Err(self.timer_error(ctx, js, e)),
+                    Err(e) => Err(self.uncaught(ctx, js, e)),
                 }
             }
             Some(Err(message)) => Err(self.diverged(message)),
@@ -956,22 +959,30 @@ impl Driver<'_> {
             &js.prims.floor,
             &js.internals.fire_timer,
         )
-        .map_err(|e| self.timer_error(ctx, js, e))
+        .map_err(|e| self.uncaught(ctx, js, e))
     }
 
-    /// The error of a timer callback that threw (or of the stop that interrupted it).
-    fn timer_error<'js>(&self, ctx: &Ctx<'js>, js: &Js<'js>, e: rquickjs::Error) -> ProgramError {
+    /// The error of a timer callback or a microtask that threw (or of the stop that
+    /// interrupted it): the run ends with it, as Node's process does.
+    fn uncaught<'js>(&self, ctx: &Ctx<'js>, js: &Js<'js>, e: timers::Uncaught) -> ProgramError {
         if let Some(err) = self.stopped() {
             return err;
         }
         // The callback may have entered a host function deep down.
         js.prims.floor.rebase(ctx);
-        let mut error = if matches!(e, rquickjs::Error::Exception) {
-            self.program_error(&ctx.catch(), js)
-        } else {
-            ProgramError::internal(e.to_string())
+        let (mut error, place) = match e {
+            timers::Uncaught::Timer(rquickjs::Error::Exception) => {
+                (self.program_error(&ctx.catch(), js), "a timer callback")
+            }
+            timers::Uncaught::Timer(e) => {
+                (ProgramError::internal(e.to_string()), "a timer callback")
+            }
+            timers::Uncaught::Microtask => (
+                self.program_error(&ctx.catch(), js),
+                "a microtask (a queueMicrotask callback)",
+            ),
         };
-        error.message = format!("uncaught exception in a timer callback: {}", error.message);
+        error.message = format!("uncaught exception in {place}: {}", error.message);
         error
     }
 

@@ -148,6 +148,44 @@ pub(super) fn track_rejections<'js>(
     Ok(RejectionTracking(ctx.clone()))
 }
 
+/// A job the engine ran threw: a `queueMicrotask` callback (a promise's reaction jobs
+/// reject their promise instead). The thrown value is pending on the context, for
+/// `ctx.catch()`.
+pub(super) struct JobThrew;
+
+/// Runs the engine's pending jobs (promise reactions, `queueMicrotask` callbacks) until
+/// none is left or the run is stopped.
+///
+/// # Errors
+/// [`JobThrew`] for the first job that threw; the jobs after it stay queued. (rquickjs's
+/// `Ctx::execute_pending_job` drops what a job threw, which left an exception in a
+/// `queueMicrotask` callback unseen.)
+pub(super) fn run_jobs(ctx: &Ctx<'_>, flags: &RunFlags) -> Result<(), JobThrew> {
+    while flags.reason().is_none() {
+        let mut job_ctx = std::mem::MaybeUninit::<*mut rquickjs::qjs::JSContext>::uninit();
+        #[expect(
+            unsafe_code,
+            reason = "rquickjs's safe wrapper drops the value a job threw; the C function reports it"
+        )]
+        // SAFETY: `ctx` is a live context of this thread's runtime, which `JS_GetRuntime`
+        // returns; `JS_ExecutePendingJob` writes the job's context (this one: a run has one)
+        // through the pointer it is given, which lives for the call, and leaves a thrown
+        // value pending on that context.
+        let ran = unsafe {
+            rquickjs::qjs::JS_ExecutePendingJob(
+                rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr()),
+                job_ctx.as_mut_ptr(),
+            )
+        };
+        match ran {
+            0 => break,
+            ran if ran < 0 => return Err(JobThrew),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Hands the tracker the reports made below the stack floor, in order; called by the loop,
 /// from its own frame, after it rebased the floor.
 pub(super) fn report_deferred_rejections(ctx: &Ctx<'_>) {

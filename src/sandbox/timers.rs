@@ -12,9 +12,17 @@ use std::time::{Duration, Instant};
 
 use rquickjs::{Ctx, Function};
 
+use super::engine::{JobThrew, run_jobs};
 use super::flags::RunFlags;
 use super::shared::{Shared, lock};
 use super::stack::StackFloor;
+
+/// What threw while timers fired: a timer's callback (the engine's error), or a microtask
+/// it queued (the thrown value is pending on the context).
+pub(super) enum Uncaught {
+    Timer(rquickjs::Error),
+    Microtask,
+}
 
 /// The timers of one run.
 #[derive(Default)]
@@ -87,7 +95,7 @@ pub(super) fn fire_due<'js>(
     flags: &RunFlags,
     floor: &StackFloor,
     fire_timer: &Function<'js>,
-) -> rquickjs::Result<()> {
+) -> Result<(), Uncaught> {
     let now = Instant::now();
     let mut fired = Vec::new();
     let result = loop {
@@ -99,9 +107,11 @@ pub(super) fn fire_due<'js>(
         // The callback before this one may have entered a host function deep down.
         floor.rebase(ctx);
         if let Err(e) = fire_timer.call::<_, ()>((id as f64,)) {
-            break Err(e);
+            break Err(Uncaught::Timer(e));
         }
-        while flags.reason().is_none() && ctx.execute_pending_job() {}
+        if run_jobs(ctx, flags).is_err() {
+            break Err(Uncaught::Microtask);
+        }
     };
     if let Some(journal) = lock(state).journal.as_mut() {
         journal.fired(fired);
@@ -121,14 +131,16 @@ pub(super) fn fire_replayed<'js>(
     floor: &StackFloor,
     fire_timer: &Function<'js>,
     ids: Vec<u64>,
-) -> rquickjs::Result<Result<(), u64>> {
+) -> Result<Result<(), u64>, Uncaught> {
     for id in ids {
         if !lock(state).timers.take(id) {
             return Ok(Err(id));
         }
         floor.rebase(ctx);
-        fire_timer.call::<_, ()>((id as f64,))?;
-        while flags.reason().is_none() && ctx.execute_pending_job() {}
+        fire_timer
+            .call::<_, ()>((id as f64,))
+            .map_err(Uncaught::Timer)?;
+        run_jobs(ctx, flags).map_err(|JobThrew| Uncaught::Microtask)?;
     }
     Ok(Ok(()))
 }

@@ -1,0 +1,3 @@
+queueMicrotask(() => { throw new TypeError("in a microtask") });
+await 0;
+return "not reached";
