@@ -5,7 +5,9 @@ use swc_common::{BytePos, Spanned};
 use swc_ecma_ast::Module;
 use swc_ecma_visit::{Visit, VisitWith};
 
-use super::forms::{Edit, EditKind, token_start};
+use super::SourceError;
+use super::forms::{Edit, EditKind, import_not_available, token_start};
+use super::parse::position_error;
 use super::positions::LineIndex;
 use super::wrapper::wrapper;
 
@@ -23,6 +25,9 @@ pub(crate) struct AwaitSite {
 
 struct AwaitFinder {
     spans: Vec<(BytePos, BytePos, BytePos)>,
+    /// The first `import(…)` or `import.meta`, and which: a program has no modules (found
+    /// in the same walk, which a program pays for once).
+    import: Option<(BytePos, &'static str)>,
 }
 
 impl Visit for AwaitFinder {
@@ -31,17 +36,47 @@ impl Visit for AwaitFinder {
             .push((e.span.lo, e.arg.span().lo, e.arg.span().hi));
         e.visit_children_with(self);
     }
+
+    fn visit_call_expr(&mut self, c: &swc_ecma_ast::CallExpr) {
+        if matches!(c.callee, swc_ecma_ast::Callee::Import(_)) {
+            self.import.get_or_insert((c.span.lo, "import()"));
+        }
+        c.visit_children_with(self);
+    }
+
+    fn visit_meta_prop_expr(&mut self, m: &swc_ecma_ast::MetaPropExpr) {
+        if m.kind == swc_ecma_ast::MetaPropKind::ImportMeta {
+            self.import.get_or_insert((m.span.lo, "import.meta"));
+        }
+    }
 }
 
 /// Numbers the awaits of `module` (parsed from `body`) and plans, into `edits`, the marks
 /// that record the await about to happen: `await x` becomes `await (MARK = n, x)` (see
 /// [`Wrapper::mark`](super::wrapper::Wrapper::mark)). Returns the awaits with their
 /// positions in `body` (1-based line and character column).
-pub(super) fn mark_awaits(body: &str, module: &Module, edits: &mut Vec<Edit>) -> Vec<AwaitSite> {
+///
+/// # Errors
+/// A [`SourceError`] at the first `import(…)` or `import.meta`.
+pub(super) fn mark_awaits(
+    body: &str,
+    module: &Module,
+    edits: &mut Vec<Edit>,
+) -> Result<Vec<AwaitSite>, SourceError> {
     let off = |pos: BytePos| (pos.0.saturating_sub(1)) as usize;
     // Mark every await so a deadlock can say where the program waits.
-    let mut finder = AwaitFinder { spans: Vec::new() };
+    let mut finder = AwaitFinder {
+        spans: Vec::new(),
+        import: None,
+    };
     module.visit_with(&mut finder);
+    if let Some((at, what)) = finder.import {
+        return Err(position_error(
+            body,
+            token_start(body, off(at)),
+            import_not_available(what),
+        ));
+    }
     let mut awaits = Vec::with_capacity(finder.spans.len());
     let lines = LineIndex::new(body);
     for (n, (at, arg_lo, arg_hi)) in finder.spans.into_iter().enumerate() {
@@ -75,5 +110,5 @@ pub(super) fn mark_awaits(body: &str, module: &Module, edits: &mut Vec<Edit>) ->
             kind: EditKind::Insert(")".to_owned()),
         });
     }
-    awaits
+    Ok(awaits)
 }

@@ -270,7 +270,7 @@ pub(super) fn plan_edits(body: &str, module: &Module) -> Result<Plan, SourceErro
             }
         }
     }
-    let awaits = mark_awaits(body, module, &mut edits);
+    let awaits = mark_awaits(body, module, &mut edits)?;
     edits.append(&mut after_awaits);
     // Stable: at one position, inserts keep the order they were planned in.
     edits.sort_by_key(|e| e.start);
@@ -305,6 +305,13 @@ fn leaves_no_code(item: &ModuleItem) -> bool {
     }
 }
 
+/// Why a program cannot use `what` (`import`, `import()`, `import.meta`).
+pub(super) fn import_not_available(what: &str) -> String {
+    format!(
+        "`{what}` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`"
+    )
+}
+
 /// An `import` at `start..end`: blanked when it imports only types, or else refused.
 fn import(
     edits: &mut Vec<Edit>,
@@ -314,11 +321,7 @@ fn import(
     type_only: bool,
 ) -> Result<(), SourceError> {
     if !type_only {
-        return Err(position_error(
-            body,
-            start,
-            "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`".into(),
-        ));
+        return Err(position_error(body, start, import_not_available("import")));
     }
     edits.push(Edit {
         start,

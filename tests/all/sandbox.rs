@@ -614,16 +614,28 @@ async fn program_forms_a_model_writes() {
         "disposed"
     );
     // Nothing is imported but types, however it is written.
-    for (program, column) in [
-        ("const a = 1;\nimport fs from 'fs'", 1),
-        ("const a = 1;\n  import fs = require('fs');", 3),
-        ("const a = 1;\nexport import x = N.y;", 1),
+    for (program, column, what) in [
+        ("const a = 1;\nimport fs from 'fs'", 1, "import"),
+        ("const a = 1;\n  import fs = require('fs');", 3, "import"),
+        ("const a = 1;\nexport import x = N.y;", 1, "import"),
+        (
+            "const a = 1;\nconst m = await import('fs');",
+            17,
+            "import()",
+        ),
+        (
+            "const a = 1;\nconsole.log(import.meta.url)",
+            13,
+            "import.meta",
+        ),
     ] {
         let e = h.err(program).await;
         assert_eq!(e["name"], "SyntaxError", "{program}: {e}");
         assert_eq!(
             e["message"],
-            "`import` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`",
+            format!(
+                "`{what}` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`"
+            ),
             "{program}"
         );
         assert_eq!(
