@@ -965,22 +965,25 @@ impl Driver<'_> {
     /// The error of a timer callback or a microtask that threw (or of the stop that
     /// interrupted it): the run ends with it, as Node's process does.
     fn uncaught<'js>(&self, ctx: &Ctx<'js>, js: &Js<'js>, e: timers::Uncaught) -> ProgramError {
+        // What was thrown is taken off the context first, also when a stop wins: nothing
+        // later mistakes it for an exception of its own.
+        let (thrown, place) = match e {
+            timers::Uncaught::Timer(rquickjs::Error::Exception) => {
+                (Ok(ctx.catch()), "a timer callback")
+            }
+            timers::Uncaught::Timer(e) => (Err(e), "a timer callback"),
+            timers::Uncaught::Microtask => {
+                (Ok(ctx.catch()), "a microtask (a queueMicrotask callback)")
+            }
+        };
         if let Some(err) = self.stopped() {
             return err;
         }
         // The callback may have entered a host function deep down.
         js.prims.floor.rebase(ctx);
-        let (mut error, place) = match e {
-            timers::Uncaught::Timer(rquickjs::Error::Exception) => {
-                (self.program_error(&ctx.catch(), js), "a timer callback")
-            }
-            timers::Uncaught::Timer(e) => {
-                (ProgramError::internal(e.to_string()), "a timer callback")
-            }
-            timers::Uncaught::Microtask => (
-                self.program_error(&ctx.catch(), js),
-                "a microtask (a queueMicrotask callback)",
-            ),
+        let mut error = match thrown {
+            Ok(thrown) => self.program_error(&thrown, js),
+            Err(e) => ProgramError::internal(e.to_string()),
         };
         error.message = format!("uncaught exception in {place}: {}", error.message);
         error
