@@ -183,7 +183,7 @@ fn timeout_and_memory_flags_set_the_limits() {
         (code, out.as_str()),
         (
             1,
-            "error: RangeError: Maximum call stack size exceeded (line 1, column 15)\n"
+            "error: RangeError: Maximum call stack size exceeded (line 1, column 16)\n"
         )
     );
     // The smallest stack and a deeply nested result: a clear error from the conversion,
