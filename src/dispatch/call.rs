@@ -100,7 +100,7 @@ pub(crate) struct ExecInner {
     pub(crate) registry: WeakRegistry,
     pub(crate) progress: Option<super::ProgressSink>,
     pub(crate) ask: super::registry::AskMode,
-    pub(crate) signal: CancellationToken,
+    pub(crate) signal: Arc<CancellationToken>,
 }
 
 impl fmt::Debug for Exec {
@@ -181,7 +181,7 @@ impl Exec {
     pub(crate) fn with_signal(&self, signal: CancellationToken) -> Exec {
         Exec {
             inner: Arc::new(ExecInner {
-                signal,
+                signal: Arc::new(signal),
                 ..(*self.inner).clone()
             }),
         }

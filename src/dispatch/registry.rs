@@ -541,7 +541,8 @@ impl Drop for ToolHandle {
 pub struct Request {
     pub(crate) name: Arc<str>,
     pub(crate) arguments: Value,
-    pub(crate) signal: CancellationToken,
+    /// Shared: a run's calls all hold its one signal (a count, not a new handle, per call).
+    pub(crate) signal: Arc<CancellationToken>,
     pub(crate) parent: Option<CallToken>,
     pub(crate) agent: Option<Agent>,
     pub(crate) nested: bool,
@@ -566,6 +567,15 @@ pub(crate) enum AskMode {
 impl Request {
     /// A call of `name` with `arguments`, cancelled through `signal`.
     pub fn new(name: impl Into<Arc<str>>, arguments: Value, signal: CancellationToken) -> Request {
+        Request::with_shared_signal(name, arguments, Arc::new(signal))
+    }
+
+    /// A call of `name` with `arguments`, cancelled through a signal other calls share.
+    pub(crate) fn with_shared_signal(
+        name: impl Into<Arc<str>>,
+        arguments: Value,
+        signal: Arc<CancellationToken>,
+    ) -> Request {
         Request {
             name: name.into(),
             arguments,

@@ -37,9 +37,8 @@ use crate::value::{FxBuild, PathSeg, json_size};
 /// values.
 pub(super) struct Bridge<'js> {
     pub(super) prims: Primordials<'js>,
-    /// `Promise` and `Promise.resolve` as they were before the program ran.
+    /// `Promise` as it was before the program ran.
     promise: Object<'js>,
-    resolve: Function<'js>,
     /// `failed` and `toolError` of the prelude (see [`Internals`]).
     failed: Function<'js>,
     tool_error: Function<'js>,
@@ -66,7 +65,6 @@ impl<'js> Bridge<'js> {
         let promise: Object<'js> = internals.primordials.get("Promise")?;
         Ok(Bridge {
             prims,
-            resolve: promise.get("resolve")?,
             promise,
             failed: internals.failed.clone(),
             tool_error: internals.tool_error.clone(),
@@ -201,9 +199,10 @@ pub(super) fn tool_function<'js>(
     };
     match host_call(ctx, state, flags, tool, &name, room, args, &b.prims) {
         Ok(Started::Done(value)) => {
+            // A result object's `then` is read (a program may have planted one on
+            // `Object.prototype`): JavaScript may run.
             floor.guard(ctx)?;
-            b.resolve
-                .call((rquickjs::function::This(b.promise.clone()), value))
+            settled_promise(ctx, &value)
         }
         Ok(Started::Pending(id)) => {
             let (promise, resolve, reject) = Promise::new(ctx)?;
@@ -228,6 +227,30 @@ pub(super) fn tool_function<'js>(
         }
         Err(e) => failed(e.to_string().into_js(ctx)?),
     }
+}
+
+/// `Promise.resolve(value)` of the engine's own `Promise` (ECMAScript §27.2.4.7), made
+/// without a call through JavaScript (a frame and an argument list per tool call). As
+/// there, an object's `then` is read: a getter or a `then` a program put on
+/// `Object.prototype` runs.
+fn settled_promise<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Value<'js>> {
+    #[expect(
+        unsafe_code,
+        reason = "rquickjs has no safe call for a settled promise; Promise.resolve through a JavaScript call costs a frame and an argument list per tool call"
+    )]
+    // SAFETY: `value` is a live value of this context, which `JS_NewSettledPromise` only
+    // reads (it takes its own reference); the result is a new reference (or the exception
+    // marker, when out of memory), which `from_raw` takes over.
+    let promise = unsafe {
+        Value::from_raw(
+            ctx.clone(),
+            rquickjs::qjs::JS_NewSettledPromise(ctx.as_raw().as_ptr(), false, value.as_raw()),
+        )
+    };
+    if promise.is_exception() {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(promise)
 }
 
 /// Converts the arguments, starts the call and polls it once.

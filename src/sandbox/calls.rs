@@ -42,7 +42,7 @@ pub(super) struct Dispatch {
     pub(super) parent: Option<CallToken>,
     /// The signal of every nested call: cancelled when the program ends, and a child of the
     /// `run_code` call's signal, so cancelling the run cancels its calls.
-    pub(super) signal: CancellationToken,
+    pub(super) signal: Arc<CancellationToken>,
     /// Where the `run_code` call's progress reports go: its calls report there too.
     pub(super) progress: Option<ProgressSink>,
 }
@@ -56,7 +56,7 @@ impl Dispatch {
         args: serde_json::Value,
         ask: AskMode,
     ) -> CallFuture {
-        let mut request = Request::new(name, args, self.signal.clone())
+        let mut request = Request::with_shared_signal(name, args, self.signal.clone())
             .nested(true)
             .ask(ask)
             .agent(self.agent.clone());
