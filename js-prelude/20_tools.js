@@ -41,7 +41,8 @@ function messageOf(error) {
 
 // Where each ToolCallError the host made surfaced: the number of the await the program
 // had last reached when the call failed (the host numbers them), so that a run ending with
-// it, even rethrown later, names that line.
+// it, even rethrown later, names that line. For an unknown tool, the engine's stack text
+// where the program named it (the host takes the program's first frame).
 const sites = new WeakMap();
 function at(error, site) {
   if (site > 0) WeakMapPrototypeSet(sites, error, site);
@@ -81,7 +82,10 @@ const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
     // No tool name is longer than 128 characters: a longer key is named by its start.
     const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
     // A lone surrogate (no tool name has one) is shown as U+FFFD.
-    throw new ToolCallError(shown, H.unknownTool(StringPrototypeToWellFormed(key)));
+    const error = new ToolCallError(shown, H.unknownTool(StringPrototypeToWellFormed(key)));
+    const stack = ReflectApply(ErrorStackNative, new Error(), []);
+    if (typeof stack === "string") WeakMapPrototypeSet(sites, error, stack);
+    throw error;
   },
 }));
 

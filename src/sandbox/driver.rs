@@ -1123,14 +1123,30 @@ impl Driver<'_> {
         let mut error = errors::program_error(self.program, thrown, shown, engine_stack);
         // A ToolCallError has no frames (the call ran on the host): it carries the await
         // the program had last reached when the call failed, in straight-line code the
-        // call's own `await` (also when the error is caught and thrown again later).
+        // call's own `await` (also when the error is caught and thrown again later), or,
+        // for an unknown tool, the frames where the program named it.
         if error.line.is_none()
             && error.kind == ProgramErrorKind::ToolCall
             && js.prims.floor.room(thrown.ctx())
-            && let Ok(n) = js.internals.site_of.call::<_, usize>((thrown.clone(),))
-            && let Some(site) = n.checked_sub(1).and_then(|i| self.program.awaits.get(i))
+            && let Ok(site) = js
+                .internals
+                .site_of
+                .call::<_, Value<'js>>((thrown.clone(),))
         {
-            error = error.at(site.line, site.column);
+            let position = match site.as_string() {
+                Some(stack) => stack
+                    .to_string()
+                    .ok()
+                    .and_then(|stack| errors::position_in_program(self.program, &stack)),
+                None => site
+                    .as_number()
+                    .and_then(|n| (n as usize).checked_sub(1))
+                    .and_then(|i| self.program.awaits.get(i))
+                    .map(|site| (site.line, site.column)),
+            };
+            if let Some((line, column)) = position {
+                error = error.at(line, column);
+            }
         }
         // Reading the thrown value runs its getters: one that loops until the deadline is
         // the run's timeout, not an error with an empty message.

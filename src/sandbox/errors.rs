@@ -156,8 +156,7 @@ pub(super) fn program_error(
     // A ToolCallError has no frames (the call ran on the host): its position is the await
     // its call reached (see the driver).
     let position = match engine_stack {
-        Some(stack) if !tool_call => first_program_position(&stack)
-            .and_then(|(line, column)| program.original_position(line, column)),
+        Some(stack) if !tool_call => position_in_program(program, &stack),
         _ => get("stack").and_then(|stack| first_program_position(&stack)),
     };
     if let Some((l, c)) = position {
@@ -172,6 +171,12 @@ pub(super) fn program_error(
         error = error.at(l, c);
     }
     error
+}
+
+/// The first of the program's own frames in a stack trace the engine wrote, as a line and
+/// column of the model's source.
+pub(super) fn position_in_program(program: &Program, stack: &str) -> Option<(u32, u32)> {
+    first_program_position(stack).and_then(|(line, column)| program.original_position(line, column))
 }
 
 fn describe_object(value: &Value<'_>) -> String {

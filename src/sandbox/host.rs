@@ -326,8 +326,9 @@ pub(super) struct Internals<'js> {
     /// `toolError(name, message, site)` (20_tools.js): the `ToolCallError` a call in flight
     /// rejects with.
     pub(super) tool_error: Function<'js>,
-    /// `siteOf(error)` (20_tools.js): the await a host-made `ToolCallError` surfaced at
-    /// (0: unknown).
+    /// `siteOf(error)` (20_tools.js): the number of the await a host-made `ToolCallError`
+    /// surfaced at (0: unknown), or, for an unknown tool, the engine's stack text where the
+    /// program named it.
     pub(super) site_of: Function<'js>,
     /// `inspect(value)` (30_console.js): a value shown as `console.log` shows it.
     pub(super) inspect: Function<'js>,

@@ -288,6 +288,22 @@ async fn argument_errors_and_unknown_tools_teach_at_run_time_and_in_check() {
     );
     let e = h.err(r#"await tools.grpe({pattern: "x"})"#).await;
     assert_eq!(e["name"], "ToolCallError");
+    // Where the program named the unknown tool, on the first line or a later one, also
+    // when the error is caught and thrown again.
+    assert_eq!((&e["line"], &e["column"]), (&json!(1), &json!(7)));
+    let later = h
+        .err("const pattern = \"x\";\nconst found = await tools.grpe({ pattern });")
+        .await;
+    assert_eq!((&later["line"], &later["column"]), (&json!(2), &json!(21)));
+    let rethrown = h
+        .err(
+            "let kept;\ntry {\n  await tools.grpe({});\n} catch (e) {\n  kept = e;\n}\nthrow kept;",
+        )
+        .await;
+    assert_eq!(
+        (&rethrown["line"], &rethrown["column"]),
+        (&json!(3), &json!(9))
+    );
     let message = e["message"].as_str().unwrap();
     assert!(
         message.contains("unknown tool \"grpe\"; did you mean \"grep\"?"),

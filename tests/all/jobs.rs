@@ -741,7 +741,9 @@ async fn a_background_run_keeps_its_own_time_and_memory_limits() {
     let (h, _j) = run_code_harness(config);
     for code in [
         "while (true) {}",
-        "const a = []; while (true) a.push('x'.repeat(1000));",
+        // A megabyte a turn: the 16 MiB limit comes long before the 300 ms one, even on a
+        // machine slowed many times over by its load.
+        "const a = []; while (true) a.push('x'.repeat(1 << 20));",
     ] {
         h.registry
             .call("run_code", json!({"code": code, "run_in_background": true}))
