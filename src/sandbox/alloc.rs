@@ -47,10 +47,24 @@ unsafe fn usable(ptr: *mut c_void) -> usize {
     }
 }
 
-/// Counts the bytes QuickJS holds and refuses allocations past `limit`.
+/// Blocks taken between two looks at the run's cancellation signal.
+const SIGNAL_POLL: u32 = 4096;
+
+/// Why the allocator refused a block.
+enum Refused {
+    /// Past the memory limit: the run stops with an out-of-memory.
+    Limit,
+    /// The run was stopped (see [`RunFlags::refuses_memory`]).
+    Stopped,
+}
+
+/// Counts the bytes QuickJS holds and refuses allocations past `limit`, and all of them
+/// once its run is stopped.
 pub(crate) struct LimitedAllocator {
     limit: usize,
     used: usize,
+    /// Blocks handed out, for polling the run's signal every [`SIGNAL_POLL`] blocks.
+    handed: u32,
     /// The most `used` has been, also kept in the flags for the run's report.
     peak: usize,
     flags: Arc<RunFlags>,
@@ -61,6 +75,7 @@ impl LimitedAllocator {
         LimitedAllocator {
             limit,
             used: 0,
+            handed: 0,
             peak: 0,
             flags,
         }
@@ -71,8 +86,30 @@ impl LimitedAllocator {
         std::ptr::null_mut()
     }
 
-    fn fits(&self, more: usize) -> bool {
-        self.used.checked_add(more).is_some_and(|t| t <= self.limit)
+    /// Whether `more` bytes may be taken: within the limit, and the run not stopped (see
+    /// [`RunFlags::refuses_memory`]; a refusal for a stop is not an out-of-memory).
+    fn fits(&mut self, more: usize) -> Result<(), Refused> {
+        self.handed = self.handed.wrapping_add(1);
+        if self.handed.is_multiple_of(SIGNAL_POLL) {
+            // A cancelled run's program may be in a loop that spends its time in
+            // built-ins, which rarely asks the interrupt handler: the stop comes from here.
+            self.flags.poll_signal();
+        }
+        if self.flags.refuses_memory() {
+            return Err(Refused::Stopped);
+        }
+        if self.used.checked_add(more).is_some_and(|t| t <= self.limit) {
+            Ok(())
+        } else {
+            Err(Refused::Limit)
+        }
+    }
+
+    fn refused(&self, why: Refused) -> *mut u8 {
+        match why {
+            Refused::Limit => self.refuse(),
+            Refused::Stopped => std::ptr::null_mut(),
+        }
     }
 
     /// Counts `bytes` more held, and notes a new high (a plain store, only when it rises).
@@ -91,8 +128,8 @@ impl LimitedAllocator {
 // `usable_size`.
 unsafe impl Allocator for LimitedAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        if !self.fits(size) {
-            return self.refuse();
+        if let Err(why) = self.fits(size) {
+            return self.refused(why);
         }
         // SAFETY: `malloc` accepts any size; a null result is handled.
         let ptr = unsafe { libc::malloc(size.max(1)) };
@@ -108,8 +145,8 @@ unsafe impl Allocator for LimitedAllocator {
         let Some(total) = count.checked_mul(size) else {
             return self.refuse();
         };
-        if !self.fits(total) {
-            return self.refuse();
+        if let Err(why) = self.fits(total) {
+            return self.refused(why);
         }
         // SAFETY: `calloc` accepts any sizes; a null result is handled.
         let ptr = unsafe { libc::calloc(count.max(1), size.max(1)) };
@@ -140,8 +177,10 @@ unsafe impl Allocator for LimitedAllocator {
         // SAFETY: the trait's contract: `ptr` came from this allocator and is live.
         unsafe {
             let old = usable(ptr.cast());
-            if new_size > old && !self.fits(new_size - old) {
-                return self.refuse();
+            if new_size > old
+                && let Err(why) = self.fits(new_size - old)
+            {
+                return self.refused(why);
             }
             let moved = libc::realloc(ptr.cast(), new_size.max(1));
             if moved.is_null() {

@@ -249,6 +249,9 @@ impl Parked {
                         park(&ctx, &run_flags, &state, &key, waiting).await
                     })
                     .await;
+                // Nothing runs in the engine any more: its memory works again (see
+                // `RunFlags::refuses_memory`) while it is freed.
+                flags.end();
                 engine.reap(flags.memory_peak(), teardown);
                 ran
             }

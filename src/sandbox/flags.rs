@@ -2,7 +2,7 @@
 //! driver.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -36,7 +36,17 @@ pub(crate) struct RunFlags {
     signal: OnceLock<CancellationToken>,
     /// The most bytes the engine has held (see `alloc.rs`).
     memory_peak: AtomicUsize,
+    /// Blocks the engine may still take after a stop (see [`RunFlags::refuses_memory`]):
+    /// given each time the interrupt handler stops the engine, for the error it throws.
+    grace: AtomicU32,
+    /// Set once the run's JavaScript is over: the engine is freed with its memory working.
+    over: AtomicBool,
 }
+
+/// Blocks an engine stopped by its interrupt handler may take to throw the uncatchable
+/// error that unwinds the program: the error, its message and stack text (a few dozen; more
+/// when the program set `Error.prepareStackTrace`).
+const GRACE: u32 = 1024;
 
 impl RunFlags {
     pub(crate) fn new(deadline: Instant) -> Self {
@@ -47,6 +57,8 @@ impl RunFlags {
             stop: AtomicU8::new(0),
             signal: OnceLock::new(),
             memory_peak: AtomicUsize::new(0),
+            grace: AtomicU32::new(0),
+            over: AtomicBool::new(false),
         }
     }
 
@@ -109,24 +121,56 @@ impl RunFlags {
         self.set(StopReason::Timeout);
     }
 
-    /// The interrupt handler: true stops the engine with an uncatchable exception.
+    /// The interrupt handler: true stops the engine with an uncatchable exception (and
+    /// lets it take the memory to make that exception).
     pub(crate) fn should_interrupt(&self) -> bool {
-        if self.stop.load(Ordering::Relaxed) != 0 {
-            return true;
+        let stop = self.stop.load(Ordering::Relaxed) != 0 || {
+            self.poll_signal();
+            if self.stop.load(Ordering::Relaxed) == 0 && Instant::now() >= self.deadline() {
+                self.time_out();
+            }
+            self.stop.load(Ordering::Relaxed) != 0
+        };
+        if stop {
+            self.grace.store(GRACE, Ordering::Relaxed);
         }
+        stop
+    }
+
+    /// Stops the run if its `run_code` call was cancelled (a lock: called every few
+    /// thousand allocations, and by the interrupt handler).
+    pub(crate) fn poll_signal(&self) {
         if self
             .signal
             .get()
             .is_some_and(CancellationToken::is_cancelled)
         {
             self.cancel();
-            return true;
         }
-        if Instant::now() >= self.deadline() {
-            self.time_out();
-            return true;
+    }
+
+    /// Whether the allocator refuses the engine's next block: from a stop until the run's
+    /// JavaScript is over, except the few blocks the interrupt handler grants.
+    ///
+    /// The engine asks its interrupt handler only every 10 000 calls and jumps back; a
+    /// loop whose turns spend milliseconds in a built-in (`JSON.parse` of a large text)
+    /// would reach the next ask minutes after its deadline. Refused memory, those
+    /// built-ins fail at once, so the loop reaches it within a few milliseconds.
+    pub(crate) fn refuses_memory(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) == 0 || self.over.load(Ordering::Relaxed) {
+            return false;
         }
-        false
+        let grace = self.grace.load(Ordering::Relaxed);
+        if grace > 0 {
+            self.grace.store(grace - 1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// The run's JavaScript is over: the engine's memory works again while it is freed.
+    pub(crate) fn end(&self) {
+        self.over.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn reason(&self) -> Option<StopReason> {

@@ -327,6 +327,66 @@ async fn cancelling_run_code_stops_a_program_in_a_cpu_loop() {
     assert_eq!(v["error"]["name"], "CancelledError", "{v:#}");
 }
 
+/// Loops whose turns spend milliseconds inside one built-in: the engine asks its interrupt
+/// handler only every 10 000 calls, which for these is minutes after the deadline. A
+/// stopped run's memory is refused, so the built-in fails at once and the loop reaches the
+/// handler within milliseconds, also when it catches what the built-in threw.
+const SLOW_BUILT_IN_LOOPS: [&str; 3] = [
+    "const s = JSON.stringify(Array.from({length: 60000}, (_, i) => ({i, name: 'item' + i})));\nfor (;;) JSON.parse(s);",
+    "const s = JSON.stringify(Array.from({length: 60000}, (_, i) => ({i, name: 'item' + i})));\nfor (;;) { try { JSON.parse(s) } catch {} }",
+    "let o = [];\nfor (let i = 0; i < 100000; i++) o = [o];\nfor (;;) { try { JSON.stringify(o) } catch {} }",
+];
+
+#[tokio::test]
+async fn a_loop_over_slow_built_ins_stops_at_its_deadline() {
+    let h = Harness::new(Limits::default().timeout(Duration::from_millis(300)));
+    for code in SLOW_BUILT_IN_LOOPS {
+        let started = Instant::now();
+        let e = h.err(code).await;
+        assert_eq!(e["name"], "TimeoutError", "{code}: {e:#}");
+        // Without the refusal, each of these runs for minutes (the check comes every
+        // 10 000 turns); a minute is a bound no loaded machine comes near.
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{code}: stopped after {:?}",
+            started.elapsed()
+        );
+        // The engine's memory works again for the next run.
+        assert_eq!(h.ok("return JSON.parse('[1, 2]')").await, json!([1, 2]));
+    }
+}
+
+// Two threads: the run spins on one, the test cancels it from the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_run_code_stops_a_loop_over_slow_built_ins() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let mut h = Harness::new(Limits::default().timeout(Duration::from_secs(600)));
+    let notify = started.clone();
+    h.add(test_tool("started").execute(move |_args, _exec: Exec| {
+        notify.notify_one();
+        async { Ok(Value::Null) }
+    }));
+    for code in SLOW_BUILT_IN_LOOPS {
+        let signal = tokio_util::sync::CancellationToken::new();
+        let run = tokio::spawn(h.registry.dispatch(codemode::Request::new(
+            "run_code",
+            json!({"code": format!("tools.started({{}});\n{code}")}),
+            signal.clone(),
+        )));
+        started.notified().await;
+        let cancelled = Instant::now();
+        signal.cancel();
+        let outcome = run.await.unwrap();
+        let v = outcome.value().unwrap();
+        assert_eq!(v["error"]["name"], "CancelledError", "{code}: {v:#}");
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(60),
+            "{code}: stopped after {:?}",
+            cancelled.elapsed()
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_limits_on_source_input_and_output_bytes_hold() {
     let mut h = Harness::new(
