@@ -93,14 +93,41 @@ impl FileTools {
     }
 }
 
+/// The turns of file work on the blocking pool, process-wide: one per core (see
+/// [`blocking`]).
+fn file_work_turns() -> &'static Arc<tokio::sync::Semaphore> {
+    static TURNS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Arc::new(tokio::sync::Semaphore::new(cores))
+    })
+}
+
 /// Runs blocking file work on tokio's blocking pool; a cancelled signal ends the wait (the
 /// work itself checks the token between files).
+///
+/// At most one piece of work per core runs at once, process-wide; the rest wait their turn
+/// in order, and a call cancelled while it waits never starts. More would take the cores
+/// from the threads that run programs: a `Promise.all` of 128 `grep`s over a large tree,
+/// each on a thread of its own, made a run's timeout seconds late on 2 cores, and calls
+/// still started after it.
 pub(crate) async fn blocking<T: Send + 'static>(
     signal: &CancellationToken,
     work: impl FnOnce(CancellationToken) -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
+    let turn = tokio::select! {
+        biased;
+        _ = signal.cancelled() => return Err(ToolError::cancelled()),
+        turn = file_work_turns().clone().acquire_owned() => turn
+            .map_err(|e| ToolError::new(format!("the file operation could not start: {e}")))?,
+    };
     let token = signal.clone();
-    let task = tokio::task::spawn_blocking(move || work(token));
+    // The turn is held by the work itself: a call cancelled while its work runs does not
+    // let another start beside that work.
+    let task = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        work(token)
+    });
     tokio::select! {
         joined = task => joined.map_err(|e| ToolError::new(format!("the file operation failed: {e}")))?,
         _ = signal.cancelled() => Err(ToolError::cancelled()),
@@ -116,4 +143,72 @@ pub(crate) fn walker(base: &Path, include_ignored: bool) -> ignore::Walk {
         .follow_links(false)
         .sort_by_file_path(|a, b| a.cmp(b));
     builder.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    fn cores() -> usize {
+        std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn file_work_takes_one_turn_per_core() {
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let signal = CancellationToken::new();
+        let works = (0..4 * cores()).map(|i| {
+            let (now, most, signal) = (now.clone(), most.clone(), signal.clone());
+            async move {
+                blocking(&signal, move |_| {
+                    let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(running, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    Ok(i)
+                })
+                .await
+            }
+        });
+        let done: Vec<usize> = futures::future::join_all(works)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(done, (0..4 * cores()).collect::<Vec<_>>());
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=cores()).contains(&most), "{most} ran at once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn file_work_cancelled_while_it_waits_never_starts() {
+        // Every turn taken: the work below waits.
+        let turns = file_work_turns()
+            .clone()
+            .acquire_many_owned(u32::try_from(cores()).unwrap())
+            .await
+            .unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let signal = CancellationToken::new();
+        let waiting = {
+            let (ran, signal) = (ran.clone(), signal.clone());
+            tokio::spawn(async move {
+                blocking(&signal, move |_| {
+                    ran.store(true, Ordering::SeqCst);
+                    Ok(())
+                })
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        signal.cancel();
+        let e = waiting.await.unwrap().unwrap_err();
+        assert_eq!(e.kind(), crate::dispatch::ErrorKind::Cancelled);
+        drop(turns);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!ran.load(Ordering::SeqCst), "the cancelled work started");
+    }
 }
