@@ -134,10 +134,11 @@ pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
 fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '_')
+        .find(|c: char| !c.is_ascii_digit() && c != '_' && c != '.')
         .unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
-    let n: u64 = digits.replace('_', "").parse().map_err(|_| {
+    // A decimal size (`1.5GiB`) as durations take one (`1.5s`), rounded to whole bytes.
+    let n: f64 = digits.replace('_', "").parse().map_err(|_| {
         format!("{text:?} is not a size: expected a number with an optional unit, like 64MiB")
     })?;
     let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -154,9 +155,11 @@ fn parse_size(text: &str) -> Result<usize, String> {
             ));
         }
     };
-    n.checked_mul(factor)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| format!("{text:?} is too large"))
+    let bytes = (n * factor as f64).round();
+    if !(bytes.is_finite() && bytes < usize::MAX as f64) {
+        return Err(format!("{text:?} is too large"));
+    }
+    Ok(bytes as usize)
 }
 
 #[cfg(test)]
@@ -194,6 +197,14 @@ mod tests {
         assert_eq!(parse_size("64MiB"), Ok(64 << 20));
         assert_eq!(parse_size("512k"), Ok(512_000));
         assert_eq!(parse_size("1048576"), Ok(1_048_576));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("0.5k"), Ok(500));
+        assert!(parse_size("1.5.2MiB").is_err());
+        assert!(parse_size(".").is_err());
+        assert_eq!(
+            parse_size("99999999999999999999999GiB"),
+            Err("\"99999999999999999999999GiB\" is too large".to_owned())
+        );
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("").is_err());
     }
