@@ -118,8 +118,19 @@ pub(crate) fn stop_signal() -> tokio_util::sync::CancellationToken {
         .clone()
 }
 
+/// Set once the command's own code saw [`stop_signal`] (see [`watch_signals`]).
+static NOTICED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How long a command has, after a signal, to notice it before the process ends anyway.
+const HARD_STOP_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Watches for the signals of [`shutdown_signal`] on a thread of its own, which cancels
 /// [`stop_signal`]: the run's thread may be busy in the engine when one comes.
+///
+/// A program in a loop whose turns spend their time in built-ins (and catch what a stopped
+/// run's refused memory makes them throw) looks at the signal only at the engine's next
+/// interrupt check, which can be minutes away. If the command has not noticed the signal
+/// within [`HARD_STOP_AFTER`], this thread ends the process (status 130).
 fn watch_signals() -> std::io::Result<()> {
     let stop = stop_signal();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -130,6 +141,14 @@ fn watch_signals() -> std::io::Result<()> {
         .spawn(move || {
             runtime.block_on(shutdown_signal());
             stop.cancel();
+            std::thread::sleep(HARD_STOP_AFTER);
+            if !NOTICED.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!(
+                    "codemode: stopped by a signal (the program did not stop within {} s)",
+                    HARD_STOP_AFTER.as_secs()
+                );
+                std::process::exit(130);
+            }
         })?;
     Ok(())
 }
@@ -237,6 +256,7 @@ fn execute(cli: Cli) -> ExitCode {
             tokio::select! {
                 biased;
                 () = stop.cancelled() => {
+                    NOTICED.store(true, std::sync::atomic::Ordering::SeqCst);
                     eprintln!("codemode: stopped by a signal");
                     // A run that went on as a job (--yield-after) ends with its processes.
                     setup::shutdown_jobs(std::time::Duration::from_secs(5)).await;
