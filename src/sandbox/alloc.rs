@@ -88,7 +88,7 @@ impl LimitedAllocator {
 
     /// Whether `more` bytes may be taken: within the limit, and the run not stopped (see
     /// [`RunFlags::refuses_memory`]; a refusal for a stop is not an out-of-memory).
-    fn fits(&mut self, more: usize) -> Result<(), Refused> {
+    fn admit(&mut self, more: usize) -> Result<(), Refused> {
         self.handed = self.handed.wrapping_add(1);
         if self.handed.is_multiple_of(SIGNAL_POLL) {
             // A cancelled run's program may be in a loop that spends its time in
@@ -128,7 +128,7 @@ impl LimitedAllocator {
 // `usable_size`.
 unsafe impl Allocator for LimitedAllocator {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        if let Err(why) = self.fits(size) {
+        if let Err(why) = self.admit(size) {
             return self.refused(why);
         }
         // SAFETY: `malloc` accepts any size; a null result is handled.
@@ -145,7 +145,7 @@ unsafe impl Allocator for LimitedAllocator {
         let Some(total) = count.checked_mul(size) else {
             return self.refuse();
         };
-        if let Err(why) = self.fits(total) {
+        if let Err(why) = self.admit(total) {
             return self.refused(why);
         }
         // SAFETY: `calloc` accepts any sizes; a null result is handled.
@@ -178,7 +178,7 @@ unsafe impl Allocator for LimitedAllocator {
         unsafe {
             let old = usable(ptr.cast());
             if new_size > old
-                && let Err(why) = self.fits(new_size - old)
+                && let Err(why) = self.admit(new_size - old)
             {
                 return self.refused(why);
             }

@@ -124,13 +124,14 @@ impl RunFlags {
     /// The interrupt handler: true stops the engine with an uncatchable exception (and
     /// lets it take the memory to make that exception).
     pub(crate) fn should_interrupt(&self) -> bool {
-        let stop = self.stop.load(Ordering::Relaxed) != 0 || {
+        if self.stop.load(Ordering::Relaxed) == 0 {
             self.poll_signal();
-            if self.stop.load(Ordering::Relaxed) == 0 && Instant::now() >= self.deadline() {
+            // The first reason stays: a cancellation just seen is not turned into a timeout.
+            if Instant::now() >= self.deadline() {
                 self.time_out();
             }
-            self.stop.load(Ordering::Relaxed) != 0
-        };
+        }
+        let stop = self.stop.load(Ordering::Relaxed) != 0;
         if stop {
             self.grace.store(GRACE, Ordering::Relaxed);
         }
