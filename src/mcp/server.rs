@@ -39,6 +39,12 @@
 //!   no thread hop per nested call), each `run_code` in its own engine: a program in a CPU
 //!   loop holds only its own thread, never the protocol or another call, and the system
 //!   spreads the calls over the cores. The protocol itself runs on the caller's runtime.
+//! - The server stops waiting for a call [`ABANDON_AFTER`] past its cancellation, or past
+//!   the timeout of the run it started (`run_code`, `run_code_resume`): a program in a loop
+//!   over a slow built-in that allocates nothing stops only at the engine's next check,
+//!   which can be minutes away. The call is then answered (a `TimeoutError`, or a
+//!   `CancelledError`) while its thread goes on to its end, still holding one of the
+//!   session's calls (see [`McpServerConfig::max_calls_per_session`]).
 //!
 //! # Sessions and spills
 //!
@@ -74,7 +80,8 @@ pub use self::http::{HttpOptions, HttpServer};
 use self::spill::{FolderGuard, SessionSpills, SpillFolder};
 use crate::hooks::ProgressSink;
 use crate::run_code::{
-    RUN_CODE, RUN_CODE_RESUME, RunCodeConfig, run_code_resume_tool, run_code_tool,
+    ABANDON_AFTER, OverdueArm, RUN_CODE, RUN_CODE_RESUME, RunCodeConfig, abandoned_value,
+    render_text, run_code_resume_tool, run_code_tool,
 };
 use crate::{Agent, Content, Outcome, RegisterError, Registry, Request, ToolHandle, Visibility};
 
@@ -495,7 +502,7 @@ impl ServerHandler for Session {
             return Err(ErrorData::invalid_params(self.unknown_tool(name), None));
         }
         // A slot first: a client cannot start threads and engines without bound.
-        let _slot = tokio::select! {
+        let slot = tokio::select! {
             slot = self.calls.clone().acquire_owned() => slot.ok(),
             () = context.ct.cancelled() => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
@@ -514,13 +521,14 @@ impl ServerHandler for Session {
             request = request.report_progress_to(forward.sink());
         }
         let call = self.shared.registry.dispatch(request);
-        let outcome = on_own_thread(call, self.shared.thread_stack).await;
+        let outcome = on_own_thread(call, slot, self.shared.thread_stack, context.ct.clone()).await;
         if let Some(forward) = forward {
             // Every report made before the outcome goes out before the answer, none after.
             forward.finish().await;
         }
         let outcome = match outcome {
-            Ok(outcome) => outcome,
+            Ok(OnThread::Done(outcome)) => outcome,
+            Ok(OnThread::Abandoned(result)) => return Ok(result.into()),
             Err(e) => {
                 let message = format!("the server could not start a thread for the call: {e}");
                 return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
@@ -797,33 +805,98 @@ impl crate::hooks::Approver for ElicitApprovals {
     }
 }
 
+/// How a call run on a thread of its own ended for its caller.
+enum OnThread<T> {
+    /// The call's output.
+    Done(T),
+    /// The caller stopped waiting: the result to answer with.
+    Abandoned(CallToolResult),
+}
+
 /// Runs `call` to its end on a new thread of `stack` bytes with a current-thread runtime of
 /// its own, and waits for it there: a call that holds its thread (a program in a CPU loop
-/// until its timeout or cancellation) holds no thread of the caller's runtime.
+/// until its timeout or cancellation) holds no thread of the caller's runtime. It stops
+/// waiting [`ABANDON_AFTER`] past `cancelled`, or past the timeout of a run the call
+/// started; `keep` (the session's slot) is held until the call ends all the same.
 ///
 /// # Errors
 /// When the thread or its runtime cannot be started.
-async fn on_own_thread<F>(call: F, stack: usize) -> std::io::Result<F::Output>
+async fn on_own_thread<F, K>(
+    call: F,
+    keep: K,
+    stack: usize,
+    cancelled: tokio_util::sync::CancellationToken,
+) -> std::io::Result<OnThread<F::Output>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    K: Send + 'static,
 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (done, output) = tokio::sync::oneshot::channel();
+    let (overdue_tx, overdue) = tokio::sync::oneshot::channel();
+    let overdue_tx = std::sync::Mutex::new(Some(overdue_tx));
+    let arm = OverdueArm::new(move |timeout| {
+        let tx = overdue_tx.lock().ok().and_then(|mut tx| tx.take());
+        if let Some(tx) = tx {
+            let _ = tx.send(timeout);
+        }
+    });
     std::thread::Builder::new()
         .name("codemode-call".into())
         .stack_size(stack)
         .spawn(move || {
+            let armed = arm.arm();
             let _ = done.send(runtime.block_on(call));
+            drop(armed);
+            drop(keep);
             // A file read still blocked in the kernel (a cancelled read of a file that
             // never ends) must not keep the thread.
             runtime.shutdown_background();
         })?;
-    output
-        .await
-        .map_err(|_| std::io::Error::other("the call's thread ended without an answer"))
+    tokio::select! {
+        biased;
+        output = output => output
+            .map(OnThread::Done)
+            .map_err(|_| std::io::Error::other("the call's thread ended without an answer")),
+        message = give_up(cancelled, overdue) => Ok(OnThread::Abandoned(message)),
+    }
+}
+
+/// Resolves, with the result to answer with, when the server stops waiting for a call:
+/// [`ABANDON_AFTER`] past its cancellation, or when the run it started is overdue (the
+/// timeout `overdue` brings): that run's [`abandoned_value`].
+async fn give_up(
+    cancelled: tokio_util::sync::CancellationToken,
+    overdue: tokio::sync::oneshot::Receiver<Duration>,
+) -> CallToolResult {
+    let after_cancel = async {
+        cancelled.cancelled().await;
+        tokio::time::sleep(ABANDON_AFTER).await;
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "the call was cancelled and had not ended {} s later; nothing waits for it any more",
+            ABANDON_AFTER.as_secs()
+        ))])
+    };
+    let after_timeout = async {
+        match overdue.await {
+            Ok(timeout) => {
+                let value = abandoned_value(timeout);
+                let mut result =
+                    CallToolResult::error(vec![ContentBlock::text(render_text(&value))]);
+                result.structured_content = Some(value);
+                result
+            }
+            // The call ended (its thread dropped the arm): the output comes first.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        message = after_cancel => message,
+        message = after_timeout => message,
+    }
 }
 
 /// Whether `name` is one of the tools the server itself offers (listed first).

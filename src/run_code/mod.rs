@@ -44,13 +44,25 @@ pub use self::spill::SpillConfig;
 use crate::dispatch::{Content, Tool, Visibility};
 use crate::sandbox::{self, LogSink, RunReport};
 pub use crate::sandbox::{
-    CallRecord, CallStatus, EnginePool, Limits, LogEntry, LogLevel, MIN_MEMORY, PoolStats,
-    ProgramError, ProgramErrorKind,
+    ABANDON_AFTER, ArmedThread, CallRecord, CallStatus, EnginePool, Limits, LogEntry, LogLevel,
+    MIN_MEMORY, OverdueArm, PoolStats, ProgramError, ProgramErrorKind, abandoned_message,
 };
 use crate::schema::{Node, ParameterSchema, ValueSchema};
 
 /// The tool's name.
 pub const RUN_CODE: &str = "run_code";
+
+/// The canonical value of a run whose caller stopped waiting for it [`ABANDON_AFTER`] past
+/// its `timeout`: `status` `error`, a `TimeoutError` with [`abandoned_message`], no console
+/// lines (they stayed with the run) and no calls.
+pub fn abandoned_value(timeout: Duration) -> Value {
+    serde_json::json!({
+        "status": "error",
+        "logs": [],
+        "calls": [],
+        "error": {"name": "TimeoutError", "message": abandoned_message(timeout)},
+    })
+}
 
 /// How `run_code` runs programs.
 ///

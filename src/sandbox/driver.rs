@@ -288,7 +288,8 @@ impl Parked {
         stack: usize,
     ) -> RunReport {
         self.flags.arm(deadline, request.signal.clone());
-        let _watch = watchdog::watch(&self.flags, deadline);
+        let overdue = super::overdue::take_armed().map(|on| (on, request.limits.timeout));
+        let _watch = watchdog::watch(&self.flags, deadline, overdue);
         let calls_signal = request.signal.child_token();
         let woken = Arc::new(Woken::default());
         *lock(&self.state) = host_state(

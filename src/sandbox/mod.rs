@@ -38,6 +38,7 @@ mod inflight;
 pub(crate) mod journal;
 mod limits;
 mod logs;
+mod overdue;
 mod pool;
 mod prelude;
 mod reaper;
@@ -49,6 +50,7 @@ mod watchdog;
 
 pub use limits::{Limits, MIN_MEMORY};
 pub use logs::{LogEntry, LogLevel};
+pub use overdue::{ABANDON_AFTER, ArmedThread, OverdueArm, abandoned_message};
 pub use pool::{EnginePool, PoolStats};
 pub use report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 

@@ -7,6 +7,9 @@
 //! steps, the value conversions every few thousand values — stops even when neither of
 //! the other two guards is in a position to notice.
 //!
+//! A run whose caller armed its thread (see [`super::overdue`]) also registers the moment
+//! it is overdue, [`ABANDON_AFTER`] past its deadline, when the watchdog calls the arm.
+//!
 //! Runs register their deadline and unregister when they end ([`Watch`] does both), so the
 //! table holds only runs in progress; the thread is woken only when a new deadline comes
 //! before the time it is already set to wake at (a run that ends leaves that time as it
@@ -18,8 +21,17 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use super::flags::RunFlags;
+use super::overdue::{ABANDON_AFTER, OnOverdue};
 
-type Table = BTreeMap<(Instant, u64), Weak<RunFlags>>;
+/// What is due at a moment.
+enum Due {
+    /// A run's deadline.
+    Deadline(Weak<RunFlags>),
+    /// An armed run overdue: its arm, and its timeout.
+    Overdue(OnOverdue, std::time::Duration),
+}
+
+type Table = BTreeMap<(Instant, u64), Due>;
 
 struct State {
     table: Table,
@@ -48,13 +60,28 @@ fn watchdog() -> Option<&'static Watchdog> {
                 let mut state = dog.state.lock().unwrap_or_else(PoisonError::into_inner);
                 loop {
                     let now = Instant::now();
+                    let mut overdue = Vec::new();
                     while let Some(entry) = state.table.first_entry() {
                         if entry.key().0 > now {
                             break;
                         }
-                        if let Some(flags) = entry.remove().upgrade() {
-                            flags.time_out();
+                        match entry.remove() {
+                            Due::Deadline(flags) => {
+                                if let Some(flags) = flags.upgrade() {
+                                    flags.time_out();
+                                }
+                            }
+                            Due::Overdue(on, timeout) => overdue.push((on, timeout)),
                         }
+                    }
+                    if !overdue.is_empty() {
+                        // Arms run unlocked: one may start a run, or end the process.
+                        drop(state);
+                        for (on, timeout) in overdue {
+                            on(timeout);
+                        }
+                        state = dog.state.lock().unwrap_or_else(PoisonError::into_inner);
+                        continue;
                     }
                     state.wakes_at = state.table.keys().next().map(|(at, _)| *at);
                     state = match state.wakes_at {
@@ -80,30 +107,45 @@ fn watchdog() -> Option<&'static Watchdog> {
 
 /// A run's registration with the watchdog; dropping it unregisters the run.
 pub(crate) struct Watch {
-    key: Option<(Instant, u64)>,
+    /// The run's deadline, and the moment it is overdue when armed.
+    keys: [Option<(Instant, u64)>; 2],
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        if let (Some(key), Some(dog)) = (self.key, watchdog()) {
-            dog.state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .table
-                .remove(&key);
+        if self.keys == [None, None] {
+            return;
+        }
+        if let Some(dog) = watchdog() {
+            let mut state = dog.state.lock().unwrap_or_else(PoisonError::into_inner);
+            for key in self.keys.iter().flatten() {
+                state.table.remove(key);
+            }
         }
     }
 }
 
-/// Flags `flags` as timed out at `at`, unless the returned [`Watch`] is dropped first.
-pub(crate) fn watch(flags: &Arc<RunFlags>, at: Instant) -> Watch {
+/// Flags `flags` as timed out at `at` and, with `overdue` (the run's arm and timeout),
+/// calls the arm [`ABANDON_AFTER`] later, unless the returned [`Watch`] is dropped first.
+pub(crate) fn watch(
+    flags: &Arc<RunFlags>,
+    at: Instant,
+    overdue: Option<(OnOverdue, std::time::Duration)>,
+) -> Watch {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let Some(dog) = watchdog() else {
-        return Watch { key: None };
+        return Watch { keys: [None, None] };
     };
     let key = (at, NEXT.fetch_add(1, Ordering::Relaxed));
     let mut state = dog.state.lock().unwrap_or_else(PoisonError::into_inner);
-    state.table.insert(key, Arc::downgrade(flags));
+    state
+        .table
+        .insert(key, Due::Deadline(Arc::downgrade(flags)));
+    let overdue = overdue.map(|(on, timeout)| {
+        let key = (at + ABANDON_AFTER, NEXT.fetch_add(1, Ordering::Relaxed));
+        state.table.insert(key, Due::Overdue(on, timeout));
+        key
+    });
     let sooner = state.wakes_at.is_none_or(|wakes| at < wakes);
     if sooner {
         // Set here too, so that runs registering before the thread gets the lock do not
@@ -114,7 +156,9 @@ pub(crate) fn watch(flags: &Arc<RunFlags>, at: Instant) -> Watch {
     if sooner {
         dog.wake.notify_one();
     }
-    Watch { key: Some(key) }
+    Watch {
+        keys: [Some(key), overdue],
+    }
 }
 
 #[cfg(test)]
@@ -141,9 +185,9 @@ mod tests {
         let now = Instant::now();
         // A far deadline sets the thread's wake-up time; a nearer one must wake it.
         let far = Arc::new(RunFlags::new(now + Duration::from_secs(60)));
-        let far_watch = watch(&far, far.deadline());
+        let far_watch = watch(&far, far.deadline(), None);
         let near = Arc::new(RunFlags::new(now + Duration::from_millis(30)));
-        let _near_watch = watch(&near, near.deadline());
+        let _near_watch = watch(&near, near.deadline(), None);
         assert!(flagged_within(&near, Duration::from_secs(2)));
         assert_eq!(far.reason(), None);
         drop(far_watch);
@@ -154,15 +198,44 @@ mod tests {
         drop(watch(
             &Arc::new(RunFlags::new(now + Duration::from_millis(40))),
             now + Duration::from_millis(40),
+            None,
         ));
         let later = Arc::new(RunFlags::new(now + Duration::from_millis(80)));
-        let _later_watch = watch(&later, later.deadline());
+        let _later_watch = watch(&later, later.deadline(), None);
         assert!(flagged_within(&later, Duration::from_secs(2)));
         assert!(Instant::now() >= later.deadline());
         // A run that ended before its deadline is never flagged.
         let ended = Arc::new(RunFlags::new(Instant::now() + Duration::from_millis(20)));
-        drop(watch(&ended, ended.deadline()));
+        drop(watch(&ended, ended.deadline(), None));
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(ended.reason(), None);
+    }
+
+    #[test]
+    fn an_armed_run_still_going_is_overdue_its_grace_past_its_deadline_and_one_that_ended_never() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let arm = |tag: u32| -> OnOverdue {
+            let seen = seen.clone();
+            Arc::new(move |timeout| seen.lock().unwrap().push((tag, timeout)))
+        };
+        // Deadlines that passed all but 40 ms of the grace ago: overdue 40 ms from now.
+        let deadline = Instant::now()
+            .checked_sub(ABANDON_AFTER - Duration::from_millis(40))
+            .unwrap();
+        let going = Arc::new(RunFlags::new(deadline));
+        let _going = watch(&going, deadline, Some((arm(1), Duration::from_millis(300))));
+        let ended = Arc::new(RunFlags::new(deadline));
+        drop(watch(
+            &ended,
+            deadline,
+            Some((arm(2), Duration::from_millis(5))),
+        ));
+        let until = Instant::now() + Duration::from_secs(5);
+        while seen.lock().unwrap().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(*seen.lock().unwrap(), [(1, Duration::from_millis(300))]);
+        assert_eq!(going.reason(), Some(StopReason::Timeout));
     }
 }

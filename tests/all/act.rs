@@ -813,6 +813,42 @@ fn a_signal_stops_a_program_in_a_cpu_loop() {
     }
 }
 
+/// A loop whose turns spend their time in a built-in that allocates nothing: the engine
+/// looks at the clock only every 10 000 turns, minutes after a short timeout.
+pub(crate) const STUCK_PAST_ITS_TIMEOUT: &str =
+    "const s = 'x'.repeat(3e7);\nfor (;;) s.indexOf('y')";
+
+#[test]
+fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (code, v, _) = run(dir.path(), &["--timeout", "300ms"], STUCK_PAST_ITS_TIMEOUT);
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"]["name"], "TimeoutError", "{v}");
+    assert_eq!(
+        message(&v),
+        "the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more: its console output is lost"
+    );
+    // Not before the grace, and long before the engine's own check (over 30 s).
+    assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(25), "{took:?}");
+
+    // A run that stops at its timeout answers as it always did, with its console lines.
+    let (code, v, _) = run(
+        dir.path(),
+        &["--timeout", "300ms"],
+        "console.log('before'); for (;;) {}",
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        message(&v),
+        "the program did not finish within its 300 ms timeout"
+    );
+    assert_eq!(v["logs"][0]["text"], "before", "{v}");
+}
+
 #[test]
 fn a_yielded_run_keeps_its_timeout_and_a_signal_ends_its_processes() {
     let dir = tempfile::tempdir().unwrap();

@@ -522,6 +522,46 @@ async fn a_run_in_a_cpu_loop_holds_up_no_other_and_is_cancelled() {
 }
 
 #[tokio::test]
+async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_session_goes_on() {
+    let client = stdio(&["--root", &repo(".")]).await;
+    let started = Instant::now();
+    // In the foreground (a run that waits past 10 s goes on as a job by default).
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 300, "yield_after_ms": 0}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "error: TimeoutError: the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more: its console output is lost"
+    );
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["error"]["name"],
+        "TimeoutError"
+    );
+    // Not before the grace, and long before the engine's own check (over 30 s).
+    assert!(took >= Duration::from_millis(5300), "{took:?}");
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    // The session answers on, and a run that stops at its timeout answers as before.
+    let r = run(&client, "return 1 + 1").await;
+    assert_eq!(text(&r), "result: 2");
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": "for (;;) {}", "timeout_ms": 300}),
+    )
+    .await;
+    assert_eq!(
+        text(&r),
+        "error: TimeoutError: the program did not finish within its 300 ms timeout"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
     let server = HttpServer::start(&["--tools", &manifest()]);
     let client = server.client().await;

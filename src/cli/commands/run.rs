@@ -199,14 +199,6 @@ impl RunCommand {
                 ))
             }
         };
-        let _run = tools
-            .registry
-            .register(run_code_tool(config.clone()))
-            .map_err(|e| SetupError(e.to_string()))?;
-        let _resume = tools
-            .registry
-            .register(run_code_resume_tool(config))
-            .map_err(|e| SetupError(e.to_string()))?;
         let program = match &work {
             Work::Program(code) => code.clone(),
             Work::Resume { .. } => String::new(),
@@ -224,12 +216,22 @@ impl RunCommand {
                 json!({"id": id, "decisions": decisions}),
             ),
         };
+        let _run = tools
+            .registry
+            .register(run_code_tool(config.clone()))
+            .map_err(|e| SetupError(e.to_string()))?;
+        let _resume = tools
+            .registry
+            .register(run_code_resume_tool(config))
+            .map_err(|e| SetupError(e.to_string()))?;
+        let armed = exit_if_overdue(self.json, self.quiet).arm();
         let started = std::time::Instant::now();
         // Cancelled by a signal: the engine's interrupt handler reads it, so a program in a
         // CPU loop stops as well.
         let stop = crate::cli::stop_signal();
         let request = codemode::Request::new(tool, arguments, stop.clone());
         let outcome = tools.registry.dispatch(request).await;
+        drop(armed);
         if stop.is_cancelled() {
             // The command's own handling of the signal (`cli::execute`) ends it: exit 130,
             // not the cancelled run's error.
@@ -384,6 +386,24 @@ fn print_run(
         }
         _ => ExitCode::from(1),
     }
+}
+
+/// The arm of the run this command starts: if it has not answered
+/// [`ABANDON_AFTER`](codemode::run_code::ABANDON_AFTER) past its timeout, the process
+/// prints the run's `TimeoutError` (as the run's value, in JSON with `json`) and exits with
+/// status 1, as a run that timed out does. That happens only to a program in a loop over a
+/// slow built-in that allocates nothing, which the engine stops at its next check, minutes
+/// later.
+fn exit_if_overdue(json: bool, quiet: bool) -> codemode::run_code::OverdueArm {
+    codemode::run_code::OverdueArm::new(move |timeout| {
+        print_run(
+            &codemode::run_code::abandoned_value(timeout),
+            json,
+            quiet,
+            None,
+        );
+        std::process::exit(1);
+    })
 }
 
 /// Follows a run that went on as a background job (`--yield-after`) to its end, printing
