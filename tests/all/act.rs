@@ -821,8 +821,13 @@ pub(crate) const STUCK_PAST_ITS_TIMEOUT: &str =
 #[test]
 fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.html");
     let started = std::time::Instant::now();
-    let (code, v, _) = run(dir.path(), &["--timeout", "300ms"], STUCK_PAST_ITS_TIMEOUT);
+    let (code, v, _) = run(
+        dir.path(),
+        &["--timeout", "300ms", "--report", report.to_str().unwrap()],
+        STUCK_PAST_ITS_TIMEOUT,
+    );
     let took = started.elapsed();
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["status"], "error");
@@ -834,6 +839,8 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     // Not before the grace, and long before the engine's own check (over 30 s).
     assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
     assert!(took < std::time::Duration::from_secs(25), "{took:?}");
+    // The report file made for the run is not left behind, empty.
+    assert!(!report.exists());
 
     // A run that stops at its timeout answers as it always did, with its console lines.
     let (code, v, _) = run(

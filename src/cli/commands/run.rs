@@ -224,7 +224,11 @@ impl RunCommand {
             .registry
             .register(run_code_resume_tool(config))
             .map_err(|e| SetupError(e.to_string()))?;
-        let armed = exit_if_overdue(self.json, self.quiet).arm();
+        let made_report = report
+            .as_ref()
+            .filter(|(file, ..)| file.made)
+            .map(|(file, ..)| file.path.clone());
+        let armed = exit_if_overdue(self.json, self.quiet, made_report).arm();
         let started = std::time::Instant::now();
         // Cancelled by a signal: the engine's interrupt handler reads it, so a program in a
         // CPU loop stops as well.
@@ -393,9 +397,17 @@ fn print_run(
 /// prints the run's `TimeoutError` (as the run's value, in JSON with `json`) and exits with
 /// status 1, as a run that timed out does. That happens only to a program in a loop over a
 /// slow built-in that allocates nothing, which the engine stops at its next check, minutes
-/// later.
-fn exit_if_overdue(json: bool, quiet: bool) -> codemode::run_code::OverdueArm {
+/// later. A `--report` file made for the run (`report`) is removed, as that of a run
+/// interrupted before its report is.
+fn exit_if_overdue(
+    json: bool,
+    quiet: bool,
+    report: Option<PathBuf>,
+) -> codemode::run_code::OverdueArm {
     codemode::run_code::OverdueArm::new(move |timeout| {
+        if let Some(report) = &report {
+            let _ = std::fs::remove_file(report);
+        }
         print_run(
             &codemode::run_code::abandoned_value(timeout),
             json,
