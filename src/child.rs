@@ -121,17 +121,31 @@ pub(crate) struct Group {
     pgid: Option<i32>,
 }
 
+/// The groups of [`Group`]s not killed yet, for [`kill_process_groups`].
+static LIVE: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Group {
     /// The group `child` leads (it was started by [`command`]).
     pub(crate) fn of(child: &tokio::process::Child) -> Group {
-        Group {
-            pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(pgid) = pgid {
+            live().push(pgid);
         }
+        Group { pgid }
     }
 
     pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             signal_group(pgid, Signal::Kill);
+            let mut live = live();
+            if let Some(at) = live.iter().position(|&g| g == pgid) {
+                live.swap_remove(at);
+            }
         }
     }
 
@@ -140,6 +154,19 @@ impl Group {
         if let Some(pgid) = self.pgid {
             signal_group(pgid, Signal::Terminate);
         }
+    }
+}
+
+/// Kills (SIGKILL) the process group of every command and stdio MCP server this process's
+/// tools started that has not been killed yet: for a host about to exit while a run it gave
+/// up on still holds them (`codemode run` past [`ABANDON_AFTER`], or after a signal the
+/// run did not notice), since a process that exits runs none of the drops that end them.
+/// Unix only; elsewhere nothing.
+///
+/// [`ABANDON_AFTER`]: crate::run_code::ABANDON_AFTER
+pub fn kill_process_groups() {
+    for pgid in std::mem::take(&mut *live()) {
+        signal_group(pgid, Signal::Kill);
     }
 }
 

@@ -74,6 +74,7 @@ pub mod tokens;
 mod value;
 
 pub use builtin::{AllowedHosts, FileTools, web_fetch_tool};
+pub use child::kill_process_groups;
 pub use dispatch::jobs;
 pub use dispatch::{
     Agent, AgentDisposed, Arguments, BuildError, CallId, CallToken, Content, ErrorKind, Exec,

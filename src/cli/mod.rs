@@ -130,7 +130,8 @@ const HARD_STOP_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 /// A program in a loop whose turns spend their time in built-ins (and catch what a stopped
 /// run's refused memory makes them throw) looks at the signal only at the engine's next
 /// interrupt check, which can be minutes away. If the command has not noticed the signal
-/// within [`HARD_STOP_AFTER`], this thread ends the process (status 130).
+/// within [`HARD_STOP_AFTER`], this thread ends the process (status 130), killing the
+/// processes the run's tools started first ([`codemode::kill_process_groups`]).
 fn watch_signals() -> std::io::Result<()> {
     let stop = stop_signal();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -143,6 +144,8 @@ fn watch_signals() -> std::io::Result<()> {
             stop.cancel();
             std::thread::sleep(HARD_STOP_AFTER);
             if !NOTICED.load(std::sync::atomic::Ordering::SeqCst) {
+                status::silence();
+                codemode::kill_process_groups();
                 eprintln!(
                     "codemode: stopped by a signal (the program did not stop within {} s)",
                     HARD_STOP_AFTER.as_secs()

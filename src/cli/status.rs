@@ -52,6 +52,19 @@ impl Observer for CountCalls {
     }
 }
 
+/// Set by [`silence`]: no status line is drawn any more.
+static SILENT: AtomicBool = AtomicBool::new(false);
+
+/// Erases the status line and draws none from now on: for a message printed while a run
+/// still holds its thread (the process is about to end).
+pub(crate) fn silence() {
+    let mut err = std::io::stderr().lock();
+    if !SILENT.swap(true, Ordering::SeqCst) && std::io::stderr().is_terminal() {
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    }
+}
+
 /// A live status line on stderr, drawn on a thread of its own (a program in a CPU loop
 /// holds the run's thread) while it lives and erased when dropped. Nothing is drawn when
 /// stderr is not a terminal.
@@ -86,6 +99,9 @@ impl StatusLine {
                     }
                     let line = describe(&counts, started.elapsed());
                     let mut err = std::io::stderr().lock();
+                    if SILENT.load(Ordering::SeqCst) {
+                        break;
+                    }
                     let _ = write!(err, "\r\x1b[2K{line}");
                     let _ = err.flush();
                     drawn = true;

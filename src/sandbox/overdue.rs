@@ -35,7 +35,7 @@ pub fn abandoned_message(timeout: Duration) -> String {
         "the program did not finish within its {} ms timeout and had not stopped {} s later \
          (a loop whose turns spend their time in a built-in that allocates nothing, such as \
          indexOf over a very long string, stops only at the engine's next check); nothing \
-         waits for it any more: its console output is lost",
+         waits for it any more, and its console output is not returned",
         timeout.as_millis(),
         ABANDON_AFTER.as_secs()
     )

@@ -834,7 +834,7 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     assert_eq!(v["error"]["name"], "TimeoutError", "{v}");
     assert_eq!(
         message(&v),
-        "the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more: its console output is lost"
+        "the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more, and its console output is not returned"
     );
     // Not before the grace, and long before the engine's own check (over 30 s).
     assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
@@ -854,6 +854,41 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
         "the program did not finish within its 300 ms timeout"
     );
     assert_eq!(v["logs"][0]["text"], "before", "{v}");
+}
+
+#[test]
+fn a_run_given_up_on_leaves_no_process_its_tools_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("sleep.pid");
+    let program = format!(
+        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n\
+         await new Promise((r) => setTimeout(r, 300));\n{STUCK_PAST_ITS_TIMEOUT}",
+        pidfile.display()
+    );
+    let (code, v, _) = run(
+        dir.path(),
+        &["--allow", "shell", "--timeout", "1s"],
+        &program,
+    );
+    assert_eq!(code, 1, "{v}");
+    assert!(message(&v).contains("had not stopped 5 s later"), "{v}");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Killed before the process exited; gone once init has reaped it.
+    let gone = |pid: u32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(pid) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(gone(pid), "the tool's process {pid} outlived the command");
 }
 
 #[test]

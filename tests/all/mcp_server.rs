@@ -536,7 +536,7 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     assert!(is_error(&r));
     assert_eq!(
         text(&r),
-        "error: TimeoutError: the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more: its console output is lost"
+        "error: TimeoutError: the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more, and its console output is not returned"
     );
     assert_eq!(
         r.structured_content.as_ref().unwrap()["error"]["name"],

@@ -397,7 +397,8 @@ fn print_run(
 /// prints the run's `TimeoutError` (as the run's value, in JSON with `json`) and exits with
 /// status 1, as a run that timed out does. That happens only to a program in a loop over a
 /// slow built-in that allocates nothing, which the engine stops at its next check, minutes
-/// later. A `--report` file made for the run (`report`) is removed, as that of a run
+/// later. The processes its tools started are killed (see [`codemode::kill_process_groups`])
+/// and a `--report` file made for the run (`report`) is removed, as that of a run
 /// interrupted before its report is.
 fn exit_if_overdue(
     json: bool,
@@ -405,6 +406,9 @@ fn exit_if_overdue(
     report: Option<PathBuf>,
 ) -> codemode::run_code::OverdueArm {
     codemode::run_code::OverdueArm::new(move |timeout| {
+        crate::cli::status::silence();
+        // The run's calls still hold their processes: exiting drops nothing.
+        codemode::kill_process_groups();
         if let Some(report) = &report {
             let _ = std::fs::remove_file(report);
         }
