@@ -92,6 +92,8 @@ pub(super) async fn execute(
             }
         },
     );
+    // A run that does not stop at its timeout ends its job 5 s later (see `ABANDON_AFTER`).
+    spec = spec.on_overdue(|timeout| JobEnd::Finished(super::abandoned_value(timeout)));
     if !background {
         spec = spec.held();
     }

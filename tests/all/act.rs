@@ -842,6 +842,20 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     // The report file made for the run is not left behind, empty.
     assert!(!report.exists());
 
+    // A run that yields (a job from its start) ends the same, from its job.
+    let started = std::time::Instant::now();
+    let (code, v, _) = run(
+        dir.path(),
+        &["--timeout", "300ms", "--yield-after", "100ms"],
+        STUCK_PAST_ITS_TIMEOUT,
+    );
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{v}");
+    assert!(message(&v).contains("had not stopped 5 s later"), "{v}");
+    // Without waiting for the job's thread at the end (10 s more).
+    assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(14), "{took:?}");
+
     // A run that stops at its timeout answers as it always did, with its console lines.
     let (code, v, _) = run(
         dir.path(),

@@ -534,6 +534,7 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     .await;
     let took = started.elapsed();
     assert!(is_error(&r));
+    let abandoned = "the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more, and its console output is not returned";
     assert_eq!(
         text(&r),
         "error: TimeoutError: the program did not finish within its 300 ms timeout and had not stopped 5 s later (a loop whose turns spend their time in a built-in that allocates nothing, such as indexOf over a very long string, stops only at the engine's next check); nothing waits for it any more, and its console output is not returned"
@@ -548,6 +549,43 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     // The session answers on, and a run that stops at its timeout answers as before.
     let r = run(&client, "return 1 + 1").await;
     assert_eq!(text(&r), "result: 2");
+    // With the server's yield (10 s) the run is a job from its start: its job ends as
+    // overdue, and the call, still waiting for it, answers the same before the yield.
+    let started = Instant::now();
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 300}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(is_error(&r));
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["error"]["message"],
+        abandoned
+    );
+    assert!(took >= Duration::from_millis(5300), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // A background job's run: its job reads as finished with the error.
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 300, "run_in_background": true}),
+    )
+    .await;
+    let job = r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = call(
+        &client,
+        "job_output",
+        json!({"job_id": job, "wait_ms": 20_000}),
+    )
+    .await;
+    let report = r.structured_content.unwrap();
+    assert_eq!(report["status"], "finished", "{report}");
+    assert_eq!(report["value"]["error"]["message"], abandoned, "{report}");
     let r = call(
         &client,
         "run_code",

@@ -250,8 +250,13 @@ impl RunCommand {
             _ => value,
         };
         drop(status);
-        // Jobs the program's tools started end with the command.
-        tools.registry.jobs().shutdown().await;
+        // Jobs the program's tools started end with the command, and so do the processes
+        // a job given up on still holds (its run had not stopped past its timeout).
+        let jobs = tools.registry.jobs();
+        jobs.shutdown().await;
+        if jobs.stats().given_up > 0 {
+            codemode::kill_process_groups();
+        }
         let exit = print_run(
             &value,
             self.json,

@@ -251,7 +251,12 @@ pub struct JobSpec {
     /// Held back: not yet handed to anyone (a foreground run that may still finish in
     /// time); its end tells the owner nothing until [`Jobs::publish`].
     held: bool,
+    /// How the job ends when the run it started is overdue (see [`JobSpec::on_overdue`]).
+    overdue: Option<OnOverdueEnd>,
 }
+
+/// How a job ends when its run is overdue, from the run's timeout.
+type OnOverdueEnd = Box<dyn Fn(Duration) -> JobEnd + Send + Sync>;
 
 impl JobSpec {
     /// A job of `kind` for `owner`, on a thread of `stack` bytes, whose work `run` starts.
@@ -269,6 +274,7 @@ impl JobSpec {
             stack,
             run: Box::new(run),
             held: false,
+            overdue: None,
         }
     }
 
@@ -277,6 +283,19 @@ impl JobSpec {
     /// instead.
     pub(crate) fn held(mut self) -> JobSpec {
         self.held = true;
+        self
+    }
+
+    /// When the run the job's work starts has not stopped
+    /// [`ABANDON_AFTER`](crate::run_code::ABANDON_AFTER) past its timeout, the job ends
+    /// with `end(timeout)` while its thread goes on: handed out, it counts toward the bounds
+    /// until the thread ends. At most `max_running` such threads at once; past them a job
+    /// waits for its run's end as any other.
+    pub(crate) fn on_overdue(
+        mut self,
+        end: impl Fn(Duration) -> JobEnd + Send + Sync + 'static,
+    ) -> JobSpec {
+        self.overdue = Some(Box::new(end));
         self
     }
 }
@@ -371,6 +390,9 @@ pub struct JobStats {
     pub finished: usize,
     /// Job threads alive (a job's thread ends after its cleanup).
     pub threads: usize,
+    /// Of those, the threads of jobs ended as overdue (their runs had not stopped 5 s past
+    /// their timeout), which still run.
+    pub given_up: usize,
     /// Jobs started since the runtime was made.
     pub started: u64,
 }
@@ -389,6 +411,8 @@ struct JobsInner {
     accepting: AtomicBool,
     threads: AtomicUsize,
     threads_changed: Notify,
+    /// Threads of jobs ended as overdue whose work still runs.
+    given_up: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -415,6 +439,9 @@ struct Entry {
     /// Whether the job was handed out (its end is announced); read and written under
     /// `state`'s lock.
     published: AtomicBool,
+    /// Whether the job was ended as overdue while its thread still runs; read and written
+    /// under `state`'s lock.
+    given_up: AtomicBool,
 }
 
 enum State {
@@ -451,6 +478,12 @@ impl Entry {
     /// Records the end and, when the job was handed out, tells its owner (before anyone
     /// can see the job ended, so that whoever sees the end also finds the notice).
     fn end(&self, status: JobStatus) {
+        self.end_locked(&mut self.lock_state(), status);
+        self.news.notify_waiters();
+    }
+
+    /// [`Entry::end`] with `state` locked; the caller tells the waiters.
+    fn end_locked(&self, state: &mut State, status: JobStatus) {
         let notice = match &status {
             JobStatus::Finished(_) => {
                 format!("Background job {} ({}) finished.", self.id, self.label)
@@ -466,24 +499,20 @@ impl Entry {
             ),
             JobStatus::Running => unreachable!("a job's end is never running"),
         };
-        {
-            let mut state = self.lock_state();
-            if self.published.load(Ordering::SeqCst) {
-                // A gone owner refuses softly: nothing to tell.
-                let _ = self.owner.inject(
-                    format!(
-                        "{notice} Read it with job_output {{\"job_id\": \"{}\"}}.",
-                        self.id
-                    ),
-                    "jobs",
-                );
-            }
-            *state = State::Ended {
-                status,
-                at: Instant::now(),
-            };
+        if self.published.load(Ordering::SeqCst) {
+            // A gone owner refuses softly: nothing to tell.
+            let _ = self.owner.inject(
+                format!(
+                    "{notice} Read it with job_output {{\"job_id\": \"{}\"}}.",
+                    self.id
+                ),
+                "jobs",
+            );
         }
-        self.news.notify_waiters();
+        *state = State::Ended {
+            status,
+            at: Instant::now(),
+        };
     }
 
     fn report(&self, output: OutputRead) -> JobReport {
@@ -536,6 +565,7 @@ impl Jobs {
                 accepting: AtomicBool::new(true),
                 threads: AtomicUsize::new(0),
                 threads_changed: Notify::new(),
+                given_up: AtomicUsize::new(0),
             }),
         }
     }
@@ -611,11 +641,20 @@ impl Jobs {
                 news: context.news,
                 state: Mutex::new(State::Running { kill: None }),
                 published: AtomicBool::new(!spec.held),
+                given_up: AtomicBool::new(false),
             });
             table.jobs.insert(id.clone(), e.clone());
             entry = (e, producer.done);
         }
         let (e, done) = entry;
+        let overdue = spec.overdue.map(|end| {
+            let (jobs, job) = (Arc::downgrade(&self.inner), Arc::downgrade(&e));
+            crate::run_code::OverdueArm::new(move |timeout| {
+                if let (Some(inner), Some(job)) = (jobs.upgrade(), job.upgrade()) {
+                    Jobs { inner }.give_up(&job, end(timeout));
+                }
+            })
+        });
         self.inner.threads.fetch_add(1, Ordering::SeqCst);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -628,7 +667,9 @@ impl Jobs {
                 .name(format!("codemode-job-{id}"))
                 .stack_size(spec.stack.max(256 << 10))
                 .spawn(move || {
+                    let armed = overdue.map(crate::run_code::OverdueArm::arm);
                     let status = runtime.block_on(supervise(&job, done));
+                    drop(armed);
                     runtime.shutdown_background();
                     match jobs.upgrade() {
                         Some(inner) => Jobs { inner }.finish(&job, status),
@@ -662,9 +703,43 @@ impl Jobs {
             }
             other => other,
         };
-        job.end(status);
+        {
+            let mut state = job.lock_state();
+            if job.given_up.swap(false, Ordering::SeqCst) {
+                // Ended as overdue: that end stands.
+                self.inner.given_up.fetch_sub(1, Ordering::SeqCst);
+            } else {
+                job.end_locked(&mut state, status);
+            }
+        }
+        job.news.notify_waiters();
         self.inner.threads.fetch_sub(1, Ordering::SeqCst);
         self.inner.threads_changed.notify_waiters();
+    }
+
+    /// Ends `job`, whose run is overdue, as `end` says while its thread goes on (see
+    /// [`JobSpec::on_overdue`]); nothing when it ended, or when `max_running` threads of
+    /// such jobs still run.
+    fn give_up(&self, job: &Entry, end: JobEnd) {
+        let max = self.config().max_running;
+        {
+            let mut state = job.lock_state();
+            let State::Running { kill } = &*state else {
+                return;
+            };
+            if self.inner.given_up.load(Ordering::SeqCst) >= max {
+                return;
+            }
+            let status = match (*kill, end) {
+                (Some(reason), _) => JobStatus::Killed(reason),
+                (None, JobEnd::Finished(value)) => JobStatus::Finished(value),
+                (None, JobEnd::Failed(message)) => JobStatus::Failed(message),
+            };
+            self.inner.given_up.fetch_add(1, Ordering::SeqCst);
+            job.given_up.store(true, Ordering::SeqCst);
+            job.end_locked(&mut state, status);
+        }
+        job.news.notify_waiters();
     }
 
     /// The job `id` of `owner`.
@@ -832,7 +907,8 @@ impl Jobs {
     }
 
     /// Stops accepting jobs, ends every running job and waits until each one's cleanup is
-    /// over and its thread gone. Idempotent.
+    /// over and its thread gone, but for the threads of jobs ended as overdue, whose runs
+    /// stop only at their engine's next check. Idempotent.
     pub async fn shutdown(&self) {
         self.inner.accepting.store(false, Ordering::SeqCst);
         let running: Vec<Arc<Entry>> = self.table().jobs.values().cloned().collect();
@@ -844,7 +920,8 @@ impl Jobs {
             let changed = self.inner.threads_changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if self.inner.threads.load(Ordering::SeqCst) == 0 {
+            let given_up = self.inner.given_up.load(Ordering::SeqCst);
+            if self.inner.threads.load(Ordering::SeqCst) <= given_up {
                 return;
             }
             changed.await;
@@ -864,6 +941,7 @@ impl Jobs {
             running,
             finished: table.jobs.len() - running,
             threads: self.inner.threads.load(Ordering::SeqCst),
+            given_up: self.inner.given_up.load(Ordering::SeqCst),
             started: self.inner.next.load(Ordering::Relaxed) - 1,
         }
     }
@@ -930,7 +1008,9 @@ fn room(table: &Table, config: &JobsConfig, owner: &Agent) -> Result<(), JobErro
     let mut all = 0;
     let mut owners = 0;
     for e in table.jobs.values() {
-        if e.is_running() && e.published.load(Ordering::SeqCst) {
+        // A job ended as overdue still holds its thread.
+        let busy = e.is_running() || e.given_up.load(Ordering::SeqCst);
+        if busy && e.published.load(Ordering::SeqCst) {
             all += 1;
             owners += usize::from(e.owner.same_as(owner));
         }
@@ -976,5 +1056,44 @@ impl Drop for JobsInner {
     fn drop(&mut self) {
         // The registry is gone: nothing can read the jobs any more; end them.
         self.shutdown.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job whose work never ends (its thread waits for ever, parked).
+    fn stuck(owner: &Agent) -> JobSpec {
+        JobSpec::new("stuck", "stuck", owner.clone(), 256 << 10, |_| Producer {
+            cancel: Box::new(|| {}),
+            done: Box::pin(std::future::pending()),
+            read_output: None,
+        })
+        .on_overdue(|_| JobEnd::Failed("overdue".into()))
+    }
+
+    #[test]
+    fn a_job_given_up_on_keeps_counting_and_at_most_max_running_are_given_up() {
+        let jobs = Jobs::new(JobsConfig::default().max_running(8, 1));
+        let owner = Agent::new();
+        let entry = |id: &str| jobs.table().jobs.get(id).cloned().unwrap();
+        let a = jobs.start(stuck(&owner)).unwrap().job_id;
+        jobs.give_up(&entry(&a), JobEnd::Failed("overdue".into()));
+        assert!(matches!(
+            &*entry(&a).lock_state(),
+            State::Ended { status: JobStatus::Failed(m), .. } if m == "overdue"
+        ));
+        assert_eq!(jobs.stats().given_up, 1);
+        // Its thread still runs: it counts toward `max_running` (1).
+        assert!(matches!(
+            jobs.start(stuck(&owner)),
+            Err(JobError::TooMany { limit: 1 })
+        ));
+        // A held job starts (it takes no slot), but is not given up on past the bound.
+        let b = jobs.start(stuck(&owner).held()).unwrap().job_id;
+        jobs.give_up(&entry(&b), JobEnd::Failed("overdue".into()));
+        assert!(entry(&b).is_running());
+        assert_eq!(jobs.stats().given_up, 1);
     }
 }
