@@ -23,7 +23,7 @@
 //!   with its `inputSchema` and, when its output is a JSON object, its `outputSchema` (MCP's
 //!   `outputSchema` describes objects only before protocol revision 2026-07-28).
 //! - `tools/call` of `run_code`: the text content is the run's capped model-facing text
-//!   ([`render_text`](crate::run_code::render_text)), `structuredContent` the canonical
+//!   ([`render_text`]), `structuredContent` the canonical
 //!   value, and `isError` is true when the program did not end ok. A direct tool answers
 //!   with its rendered content, and its value as `structuredContent` when that is a JSON
 //!   object. A call the pipeline refuses (arguments that fail the schema, a denial) is an
@@ -40,11 +40,13 @@
 //!   loop holds only its own thread, never the protocol or another call, and the system
 //!   spreads the calls over the cores. The protocol itself runs on the caller's runtime.
 //! - The server stops waiting for a call [`ABANDON_AFTER`] past its cancellation, or past
-//!   the timeout of the run it started (`run_code`, `run_code_resume`): a program in a loop
-//!   over a slow built-in that allocates nothing stops only at the engine's next check,
-//!   which can be minutes away. The call is then answered (a `TimeoutError`, or a
-//!   `CancelledError`) while its thread goes on to its end, still holding one of the
-//!   session's calls (see [`McpServerConfig::max_calls_per_session`]).
+//!   the timeout of the run it started on its thread (`run_code` without a yield,
+//!   `run_code_resume`): a program in a loop over a slow built-in that allocates nothing
+//!   stops only at the engine's next check, which can be minutes away. The call is then
+//!   answered (the run's `TimeoutError`; for a cancelled call, an error saying nothing
+//!   waits for it) while its thread goes on to its end, still holding one of the session's
+//!   calls (see [`McpServerConfig::max_calls_per_session`]). A run with a yield is a job,
+//!   which ends the same way (see [`JobSpec`](crate::jobs::JobSpec)).
 //!
 //! # Sessions and spills
 //!
