@@ -271,8 +271,11 @@ fn execute(cli: Cli) -> ExitCode {
                 }
             }
         };
-        // What is left (the servers of work stopped by a signal) is killed at once.
+        // What is left (the servers of work stopped by a signal) is killed at once, and so
+        // is any process a run given up on still holds (it stops only at its engine's next
+        // check, and the process ends before that).
         setup::close_servers(false).await;
+        codemode::kill_process_groups();
         result
     });
     // The output is printed: a file operation still blocked in the kernel (a cancelled

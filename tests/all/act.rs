@@ -813,6 +813,16 @@ fn a_signal_stops_a_program_in_a_cpu_loop() {
     }
 }
 
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
 /// A loop whose turns spend their time in a built-in that allocates nothing: the engine
 /// looks at the clock only every 10 000 turns, minutes after a short timeout.
 pub(crate) const STUCK_PAST_ITS_TIMEOUT: &str =
@@ -892,12 +902,60 @@ fn a_run_given_up_on_leaves_no_process_its_tools_started() {
         .parse()
         .unwrap();
     // Killed before the process exited; gone once init has reaped it.
-    let gone = |pid: u32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(pid) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(gone(pid), "the tool's process {pid} outlived the command");
+}
+
+#[test]
+fn a_signal_to_a_stuck_run_that_yielded_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("sleep.pid");
+    let program = dir.path().join("p.js");
+    std::fs::write(
+        &program,
+        format!(
+            "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{STUCK_PAST_ITS_TIMEOUT}",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(["run", program.to_str().unwrap(), "--root"])
+        .arg(dir.path())
+        .args([
+            "--allow",
+            "shell",
+            "--timeout",
+            "60s",
+            "--yield-after",
+            "100ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let pid: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill(2) sends a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !gone(pid) && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(20));

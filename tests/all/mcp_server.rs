@@ -586,6 +586,20 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     let report = r.structured_content.unwrap();
     assert_eq!(report["status"], "finished", "{report}");
     assert_eq!(report["value"]["error"]["message"], abandoned, "{report}");
+    // Killed long before its timeout, such a job is given up on 5 s after the kill.
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 120_000, "run_in_background": true}),
+    )
+    .await;
+    let job = r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = call(&client, "job_kill", json!({"job_id": job})).await;
+    let report = r.structured_content.unwrap();
+    assert_eq!(report["status"], "killed", "{report}");
     let r = call(
         &client,
         "run_code",

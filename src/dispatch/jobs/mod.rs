@@ -35,6 +35,8 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::run_code::ABANDON_AFTER;
+
 pub use self::output::{OutputBuffer, OutputRead};
 pub use self::tools::{DEFAULT_READ_BYTES, MAX_WAIT_MS, RUN_IN_BACKGROUND, register_job_tools};
 use super::agent::Agent;
@@ -442,6 +444,9 @@ struct Entry {
     /// Whether the job was ended as overdue while its thread still runs; read and written
     /// under `state`'s lock.
     given_up: AtomicBool,
+    /// Whether the job may be given up on (its spec set [`JobSpec::on_overdue`]): also
+    /// [`ABANDON_AFTER`] after it was killed, when its work has not ended by then.
+    may_give_up: bool,
 }
 
 enum State {
@@ -642,6 +647,7 @@ impl Jobs {
                 state: Mutex::new(State::Running { kill: None }),
                 published: AtomicBool::new(!spec.held),
                 given_up: AtomicBool::new(false),
+                may_give_up: spec.overdue.is_some(),
             });
             table.jobs.insert(id.clone(), e.clone());
             entry = (e, producer.done);
@@ -843,10 +849,15 @@ impl Jobs {
         }
     }
 
-    /// Ends a held job (if it runs) and waits for its cleanup.
+    /// Ends a held job (if it runs) and waits for its cleanup, at most [`ABANDON_AFTER`]
+    /// for one that may be given up on (see [`Jobs::kill`]).
     pub(crate) async fn end_held(&self, id: &str) -> Option<JobStatus> {
         let job = self.table().jobs.get(id).cloned()?;
         job.kill(KillReason::Killed);
+        if job.may_give_up {
+            let _ = tokio::time::timeout(ABANDON_AFTER, wait_ended(&job)).await;
+            self.give_up_killed(&job, ABANDON_AFTER);
+        }
         wait_ended(&job).await;
         match &*job.lock_state() {
             State::Ended { status, .. } => Some(status.clone()),
@@ -903,12 +914,25 @@ impl Jobs {
                 () = tokio::time::sleep(wait) => {}
             }
         }
+        self.give_up_killed(&job, wait);
         Ok(job.report(OutputRead::default()))
+    }
+
+    /// Gives up on a killed job whose work has not ended `waited` after the kill, when
+    /// that is at least [`ABANDON_AFTER`] and the job may be given up on: a run in a loop
+    /// over a slow built-in ends only at its engine's next check. It ends as killed while
+    /// its thread goes on (see [`JobSpec::on_overdue`]).
+    fn give_up_killed(&self, job: &Entry, waited: Duration) {
+        if job.may_give_up && waited >= ABANDON_AFTER && job.is_running() {
+            // Killed: the status is the kill's, whatever `end` says.
+            self.give_up(job, JobEnd::Failed(String::new()));
+        }
     }
 
     /// Stops accepting jobs, ends every running job and waits until each one's cleanup is
     /// over and its thread gone, but for the threads of jobs ended as overdue, whose runs
-    /// stop only at their engine's next check. Idempotent.
+    /// stop only at their engine's next check: [`ABANDON_AFTER`] after the kill, a job that
+    /// may be given up on and still runs is (see [`Jobs::kill`]). Idempotent.
     pub async fn shutdown(&self) {
         self.inner.accepting.store(false, Ordering::SeqCst);
         let running: Vec<Arc<Entry>> = self.table().jobs.values().cloned().collect();
@@ -916,6 +940,9 @@ impl Jobs {
             job.kill(KillReason::Shutdown);
         }
         self.inner.shutdown.cancel();
+        let gave_up = tokio::time::sleep(ABANDON_AFTER);
+        tokio::pin!(gave_up);
+        let mut waiting = true;
         loop {
             let changed = self.inner.threads_changed.notified();
             tokio::pin!(changed);
@@ -924,7 +951,19 @@ impl Jobs {
             if self.inner.threads.load(Ordering::SeqCst) <= given_up {
                 return;
             }
-            changed.await;
+            if !waiting {
+                changed.await;
+                continue;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = &mut gave_up => {
+                    waiting = false;
+                    for job in &running {
+                        self.give_up_killed(job, ABANDON_AFTER);
+                    }
+                }
+            }
         }
     }
 
@@ -1095,5 +1134,31 @@ mod tests {
         jobs.give_up(&entry(&b), JobEnd::Failed("overdue".into()));
         assert!(entry(&b).is_running());
         assert_eq!(jobs.stats().given_up, 1);
+    }
+
+    #[test]
+    fn a_killed_job_that_may_be_given_up_on_is_once_the_grace_passed() {
+        let jobs = Jobs::new(JobsConfig::default());
+        let owner = Agent::new();
+        let entry = |id: &str| jobs.table().jobs.get(id).cloned().unwrap();
+        let a = jobs.start(stuck(&owner)).unwrap().job_id;
+        entry(&a).kill(KillReason::Killed);
+        jobs.give_up_killed(&entry(&a), Duration::from_secs(1));
+        assert!(entry(&a).is_running(), "not before the grace");
+        jobs.give_up_killed(&entry(&a), ABANDON_AFTER);
+        assert!(matches!(
+            &*entry(&a).lock_state(),
+            State::Ended {
+                status: JobStatus::Killed(KillReason::Killed),
+                ..
+            }
+        ));
+        // A job without `on_overdue` is never given up on.
+        let mut plain = stuck(&owner);
+        plain.overdue = None;
+        let b = jobs.start(plain).unwrap().job_id;
+        entry(&b).kill(KillReason::Killed);
+        jobs.give_up_killed(&entry(&b), ABANDON_AFTER);
+        assert!(entry(&b).is_running());
     }
 }
