@@ -813,14 +813,19 @@ fn a_signal_stops_a_program_in_a_cpu_loop() {
     }
 }
 
-/// Whether process `pid` is gone (or a zombie waiting to be reaped).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+/// Asserts that process `pid` is gone (or a zombie waiting to be reaped) within 10 s.
+fn assert_gone_soon(pid: u32) {
+    let gone = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
             .rsplit_once(") ")
             .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    assert!(gone(), "the tool's process {pid} outlived the command");
 }
 
 /// A loop whose turns spend their time in a built-in that allocates nothing: the engine
@@ -902,11 +907,7 @@ fn a_run_given_up_on_leaves_no_process_its_tools_started() {
         .parse()
         .unwrap();
     // Killed before the process exited; gone once init has reaped it.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !gone(pid) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(gone(pid), "the tool's process {pid} outlived the command");
+    assert_gone_soon(pid);
 }
 
 #[test]
@@ -956,11 +957,7 @@ fn a_signal_to_a_stuck_run_that_yielded_leaves_no_process_behind() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{out:?}");
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !gone(pid) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(gone(pid), "the tool's process {pid} outlived the command");
+    assert_gone_soon(pid);
 }
 
 #[test]

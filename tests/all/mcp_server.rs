@@ -521,6 +521,20 @@ async fn a_run_in_a_cpu_loop_holds_up_no_other_and_is_cancelled() {
     client.cancel().await.unwrap();
 }
 
+/// Starts the stuck program as a background job with `timeout_ms`; its job id.
+async fn stuck_in_background(client: &Client, timeout_ms: u64) -> String {
+    let r = call(
+        client,
+        "run_code",
+        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": timeout_ms, "run_in_background": true}),
+    )
+    .await;
+    r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_session_goes_on() {
     let client = stdio(&["--root", &repo(".")]).await;
@@ -567,16 +581,7 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     assert!(took >= Duration::from_millis(5300), "{took:?}");
     assert!(took < Duration::from_secs(10), "{took:?}");
     // A background job's run: its job reads as finished with the error.
-    let r = call(
-        &client,
-        "run_code",
-        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 300, "run_in_background": true}),
-    )
-    .await;
-    let job = r.structured_content.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let job = stuck_in_background(&client, 300).await;
     let r = call(
         &client,
         "job_output",
@@ -587,16 +592,7 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
     assert_eq!(report["status"], "finished", "{report}");
     assert_eq!(report["value"]["error"]["message"], abandoned, "{report}");
     // Killed long before its timeout, such a job is given up on 5 s after the kill.
-    let r = call(
-        &client,
-        "run_code",
-        json!({"code": crate::act::STUCK_PAST_ITS_TIMEOUT, "timeout_ms": 120_000, "run_in_background": true}),
-    )
-    .await;
-    let job = r.structured_content.unwrap()["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let job = stuck_in_background(&client, 120_000).await;
     let r = call(&client, "job_kill", json!({"job_id": job})).await;
     let report = r.structured_content.unwrap();
     assert_eq!(report["status"], "killed", "{report}");
