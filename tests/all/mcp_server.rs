@@ -610,6 +610,33 @@ async fn a_run_that_does_not_stop_at_its_timeout_is_answered_5_s_later_and_the_s
 }
 
 #[tokio::test]
+async fn a_server_whose_client_leaves_kills_what_a_stuck_run_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("sleep.pid");
+    let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
+    let code = format!(
+        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
+        pidfile.display(),
+        crate::act::STUCK_PAST_ITS_TIMEOUT
+    );
+    let params = CallToolRequestParams::new("run_code").with_arguments(object(
+        json!({"code": code, "timeout_ms": 60_000, "yield_after_ms": 0}),
+    ));
+    let _call = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let pid = pid_in(&pidfile).await;
+    // The client leaves while the run is stuck, long before its timeout: the server
+    // ends, and the run's `sleep` with it.
+    client.cancel().await.unwrap();
+    eventually("the stuck run's process is killed", || !alive(pid)).await;
+}
+
+#[tokio::test]
 async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
     let server = HttpServer::start(&["--tools", &manifest()]);
     let client = server.client().await;
