@@ -9,11 +9,10 @@
 // the host reads (src/sandbox/convert.rs and bridge.rs), and `inspectPrimordials()` builds
 // what the inspect module reads, when it loads.
 //
-// `uncurryThis(fn)` makes `fn(self, ...args)` from a method. Methods only the inspect module
-// calls are captured as they are, and wrapped when it loads (a bind costs more than a
-// read): by then the program has run, so the wrapper is a closure over `ReflectApply`,
-// not a bind (`bind` reads the `name` and `length` of what it binds, which a program can
-// redefine on `Function.prototype.call`).
+// `uncurryThis(fn)` makes `fn(self, ...args)` from a method: a closure over `ReflectApply`,
+// not a bind, which costs more to make (it reads the `name` and `length` of what it binds
+// and builds a name). Methods only the inspect module calls are captured as they are, and
+// wrapped when it loads (a wrapper costs more than a read).
 "use strict";
 
 const {
@@ -21,9 +20,7 @@ const {
   Promise, Proxy, Map, Set, WeakMap, WeakSet, WeakRef, ArrayBuffer, Date, RegExp, Math,
 } = globalThis;
 const ReflectApply = Reflect.apply;
-const FunctionPrototypeBind = Function.prototype.bind;
-const FunctionPrototypeCall = Function.prototype.call;
-const uncurryThis = (fn) => ReflectApply(FunctionPrototypeBind, FunctionPrototypeCall, [fn]);
+const uncurryThis = (fn) => (self, ...args) => ReflectApply(fn, self, args);
 // An accessor's getter, read without building a descriptor object.
 const lookupGetter = Object.prototype.__lookupGetter__;
 const getterOf = (object, key) => ReflectApply(lookupGetter, object, [key]);
@@ -45,8 +42,10 @@ const ReflectConstruct = Reflect.construct;
 const ArrayIsArray = Array.isArray;
 const StringPrototypeSlice = uncurryThis(String.prototype.slice);
 const StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
-const PromiseReject = FunctionPrototypeBind.call(Promise.reject, Promise);
-const PromiseResolve = FunctionPrototypeBind.call(Promise.resolve, Promise);
+const PromiseRejectStatic = Promise.reject;
+const PromiseResolveStatic = Promise.resolve;
+const PromiseReject = (reason) => ReflectApply(PromiseRejectStatic, Promise, [reason]);
+const PromiseResolve = (value) => ReflectApply(PromiseResolveStatic, Promise, [value]);
 const MapPrototypeSet = uncurryThis(Map.prototype.set);
 const MapPrototypeDelete = uncurryThis(Map.prototype.delete);
 const MapPrototypeClear = uncurryThis(Map.prototype.clear);
@@ -59,7 +58,9 @@ const DateNow = Date.now;
 const DatePrototypeToString = uncurryThis(Date.prototype.toString);
 const MathFloor = Math.floor;
 const MathMin = Math.min;
-const performanceNow = FunctionPrototypeBind.call(performance.now, performance);
+const enginePerformance = performance;
+const enginePerformanceNow = enginePerformance.now;
+const performanceNow = () => ReflectApply(enginePerformanceNow, enginePerformance, []);
 
 // Read only by the inspect module (wrapped when it loads, see `inspectPrimordials`).
 const StringPrototype = String.prototype;

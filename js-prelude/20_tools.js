@@ -63,22 +63,30 @@ internals.toolError = function toolError(name, message, site) {
   return at(new ToolCallError(name, message), site);
 };
 
-// Names that generic code probes on any object: they are never tools, and reading them
-// gives `undefined` instead of an error.
-const probes = ObjectCreate(null);
-for (const key of ObjectGetOwnPropertyNames(ObjectPrototype)) probes[key] = true;
-for (const key of ["then", "catch", "finally", "toJSON", "prototype", "inspect", "length", "name",
-                   "asymmetricMatch", "$$typeof", "nodeType", "tagName", "@@__IMMUTABLE_ITERABLE__@@"]) {
-  probes[key] = true;
+// Names that generic code probes on any object: the names of `Object.prototype` and what
+// promise, JSON, test and inspection code looks for. They are never tools, and reading them
+// gives `undefined` instead of an error. A switch, so that a run builds nothing for them.
+function isProbe(key) {
+  switch (key) {
+    case "constructor": case "__proto__": case "toString": case "toLocaleString":
+    case "valueOf": case "hasOwnProperty": case "isPrototypeOf": case "propertyIsEnumerable":
+    case "__defineGetter__": case "__defineSetter__": case "__lookupGetter__":
+    case "__lookupSetter__":
+    case "then": case "catch": case "finally": case "toJSON": case "prototype": case "inspect":
+    case "length": case "name": case "asymmetricMatch": case "$$typeof": case "nodeType":
+    case "tagName": case "@@__IMMUTABLE_ITERABLE__@@":
+      return true;
+    default:
+      return false;
+  }
 }
-ObjectFreeze(probes);
 
 // Reading a name that is not a tool reaches this proxy (the prototype of `tools`): probes
 // give `undefined`, anything else throws a ToolCallError that lists the tools.
 const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
   __proto__: null,
   get(t, key) {
-    if (typeof key === "symbol" || probes[key] === true) return undefined;
+    if (typeof key === "symbol" || isProbe(key)) return undefined;
     // No tool name is longer than 128 characters: a longer key is named by its start.
     const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
     // A lone surrogate (no tool name has one) is shown as U+FFFD.

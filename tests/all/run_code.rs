@@ -68,6 +68,38 @@ async fn an_unknown_tool_is_a_tool_call_error_listing_the_tools_and_not_a_call()
     assert_eq!(v["calls"], json!([]));
 }
 
+/// The names generic code probes on any object read `undefined` from `tools`, every own
+/// name of this engine's `Object.prototype` among them (the prelude lists them, so a new
+/// engine version with a new one fails here), and `await tools` settles; a name next to
+/// them is still an unknown tool.
+#[tokio::test]
+async fn names_generic_code_probes_read_undefined_from_tools() {
+    let mut h = Harness::new(fast_limits());
+    h.add(echo_tool());
+    let v = h
+        .ok(r#"
+const names = [...Object.getOwnPropertyNames(Object.prototype), "then", "catch", "finally",
+  "toJSON", "prototype", "inspect", "length", "name", "asymmetricMatch", "$$typeof",
+  "nodeType", "tagName", "@@__IMMUTABLE_ITERABLE__@@", Symbol.iterator, Symbol.toPrimitive];
+const read = names.filter((n) => tools[n] !== undefined).map(String);
+const awaited = (await tools) === tools;
+let next;
+try { tools.thens } catch (e) { next = e.name + ": " + e.toolName }
+return { count: names.length, read, awaited, next, keys: Object.keys(tools) };
+"#)
+        .await;
+    assert_eq!(
+        v,
+        json!({
+            "count": 27,
+            "read": [],
+            "awaited": true,
+            "next": "ToolCallError: thens",
+            "keys": ["echo"],
+        })
+    );
+}
+
 #[tokio::test]
 async fn invalid_arguments_name_the_path() {
     let mut h = Harness::new(fast_limits());
