@@ -705,13 +705,36 @@ pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
     }
 }
 
-/// [`unknown_tool_message`] for a name a program used: it also says how to search the
-/// tools (see [`crate::discovery`]).
+/// [`unknown_tool_message`] for a name a program used: it also names the tools the program
+/// may have meant with `tools.<name>` followed by more of a tool's name (`tools.fs.read`
+/// reads `fs` when the tool is `fs.read`), and says how to search the tools (see
+/// [`crate::discovery`]).
 pub(crate) fn unknown_tool_in_program(name: &str, tools: &[String]) -> String {
-    format!(
-        "{}. Search by words with `await tools.$search(\"…\")`",
-        unknown_tool_message(name, tools)
-    )
+    let mut message = unknown_tool_message(name, tools);
+    let cut: Vec<String> = tools
+        .iter()
+        .filter(|tool| cut_at_name(name, tool))
+        .take(3)
+        .map(|tool| format!("tools[{tool:?}] (or tools.{})", tool_alias(tool)))
+        .collect();
+    if !cut.is_empty() {
+        message.push_str(". A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: ");
+        message.push_str(&cut.join(", "));
+    }
+    message.push_str(". Search by words with `await tools.$search(\"…\")`");
+    message
+}
+
+/// Whether `tools.<name>` is what JavaScript reads of `tools.<tool>`: `tool` is `name`
+/// followed by a character no JavaScript name can have (`.` in `fs.read`, `-` in
+/// `get-sum`), so that the rest is read as another expression.
+fn cut_at_name(name: &str, tool: &str) -> bool {
+    !name.is_empty()
+        && tool.strip_prefix(name).is_some_and(|rest| {
+            rest.chars()
+                .next()
+                .is_some_and(|c| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        })
 }
 
 /// Levenshtein distance in chars.

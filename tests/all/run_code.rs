@@ -68,6 +68,38 @@ async fn an_unknown_tool_is_a_tool_call_error_listing_the_tools_and_not_a_call()
     assert_eq!(v["calls"], json!([]));
 }
 
+/// `tools.fs.read(…)` for a tool named `fs.read` reads `tools.fs`: the error says how to call
+/// the tool the program meant (brackets or the alias), for every tool the name is cut from.
+#[tokio::test]
+async fn an_unknown_name_cut_from_a_tool_name_says_how_to_call_that_tool() {
+    let mut h = Harness::new(fast_limits());
+    for name in ["fs.read", "fs.write", "get-sum", "fsx"] {
+        h.add(test_tool(name).returns(json!(true)));
+    }
+    let v = h
+        .ok(r#"
+const seen = [];
+for (const f of [() => tools.fs.read({}), () => tools.get-sum({}), () => tools.fsx.y]) {
+  try { await f(); seen.push("ran"); } catch (e) { seen.push(e.toolName + ": " + e.message); }
+}
+return seen;
+"#)
+        .await;
+    let end = ". Search by words with `await tools.$search(\"…\")`";
+    assert_eq!(
+        v,
+        json!([
+            format!(
+                "fs: unknown tool \"fs\"; did you mean \"fsx\"? Available tools: fs.read, fs.write, get-sum, fsx. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"fs.read\"] (or tools.fs_read), tools[\"fs.write\"] (or tools.fs_write){end}"
+            ),
+            format!(
+                "get: unknown tool \"get\"; available tools: fs.read, fs.write, get-sum, fsx. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"get-sum\"] (or tools.get_sum){end}"
+            ),
+            "ran",
+        ])
+    );
+}
+
 /// The names generic code probes on any object read `undefined` from `tools`, every own
 /// name of this engine's `Object.prototype` among them (the prelude lists them, so a new
 /// engine version with a new one fails here), and `await tools` settles; a name next to
