@@ -260,7 +260,7 @@ fn execute(cli: Cli) -> ExitCode {
                 biased;
                 () = stop.cancelled() => {
                     NOTICED.store(true, std::sync::atomic::Ordering::SeqCst);
-                    eprintln!("codemode: stopped by a signal");
+                    status::eprint_line("codemode: stopped by a signal");
                     // A run that went on as a job (--yield-after) ends with its processes.
                     setup::shutdown_jobs(std::time::Duration::from_secs(5)).await;
                     Ok(ExitCode::from(130))

@@ -55,11 +55,26 @@ impl Observer for CountCalls {
 /// Set by [`silence`]: no status line is drawn any more.
 static SILENT: AtomicBool = AtomicBool::new(false);
 
+/// Whether the status line is on the terminal now: drawn and not erased since.
+static DRAWN: AtomicBool = AtomicBool::new(false);
+
+/// Prints `line` and a line end on stderr, on a line of its own: a status line that is
+/// drawn is erased first (the next redraw, at most 100 ms later, draws it again below).
+pub(crate) fn eprint_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    if DRAWN.swap(false, Ordering::SeqCst) {
+        let _ = write!(err, "\r\x1b[2K");
+    }
+    let _ = writeln!(err, "{line}");
+    let _ = err.flush();
+}
+
 /// Erases the status line and draws none from now on: for a message printed while a run
 /// still holds its thread (the process is about to end).
 pub(crate) fn silence() {
     let mut err = std::io::stderr().lock();
     if !SILENT.swap(true, Ordering::SeqCst) && std::io::stderr().is_terminal() {
+        DRAWN.store(false, Ordering::SeqCst);
         let _ = write!(err, "\r\x1b[2K");
         let _ = err.flush();
     }
@@ -104,10 +119,12 @@ impl StatusLine {
                     }
                     let _ = write!(err, "\r\x1b[2K{line}");
                     let _ = err.flush();
+                    DRAWN.store(true, Ordering::SeqCst);
                     drawn = true;
                 }
                 if drawn {
                     let mut err = std::io::stderr().lock();
+                    DRAWN.store(false, Ordering::SeqCst);
                     let _ = write!(err, "\r\x1b[2K");
                     let _ = err.flush();
                 }

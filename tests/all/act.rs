@@ -859,7 +859,7 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
 
     // A run that yields (a job from its start) ends the same, from its job.
     let started = std::time::Instant::now();
-    let (code, v, _) = run(
+    let (code, v, err) = run(
         dir.path(),
         &["--timeout", "300ms", "--yield-after", "100ms"],
         STUCK_PAST_ITS_TIMEOUT,
@@ -867,6 +867,11 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     let took = started.elapsed();
     assert_eq!(code, 1, "{v}");
     assert!(message(&v).contains("had not stopped 5 s later"), "{v}");
+    // Followed on stderr: said once, a second past the timeout, never "still running".
+    assert_eq!(
+        err,
+        "codemode: run_code-1 has not stopped at its 300 ms timeout; it is given up on 5 s past it\n"
+    );
     // Without waiting for the job's thread at the end (10 s more).
     assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
     assert!(took < std::time::Duration::from_secs(14), "{took:?}");

@@ -437,3 +437,44 @@ fn a_status_line_shows_on_a_terminal_only_and_is_erased_at_the_end() {
         (0, "result: \"slow\"\n", "")
     );
 }
+
+/// On a terminal, a line printed while the status line is drawn (a console line of a run
+/// followed with `--yield-after`) starts on a line of its own: the status line is erased
+/// first, never left in front of it. `script` (util-linux) gives the command a terminal.
+#[test]
+fn on_a_terminal_lines_printed_under_the_status_line_start_lines_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("p.js");
+    std::fs::write(
+        &program,
+        "for (let i = 0; i < 3; i++) { console.log('line ' + i); await new Promise(r => setTimeout(r, 700)); }\nreturn 1",
+    )
+    .unwrap();
+    let command = format!(
+        "{} run --yield-after 100 --root {} {}",
+        env!("CARGO_BIN_EXE_codemode"),
+        dir.path().display(),
+        program.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    // The status line was drawn (the run takes about 2 s), so the check below means something.
+    assert!(shown.contains("in flight"), "{shown:?}");
+    for i in 0..3 {
+        let line = format!("codemode: run_code-1: line {i}");
+        let at = shown
+            .find(&line)
+            .unwrap_or_else(|| panic!("{line}: {shown:?}"));
+        let before = &shown[..at];
+        assert!(
+            before.is_empty() || before.ends_with('\n') || before.ends_with("\r\x1b[2K"),
+            "{line} follows {:?}",
+            &before[before.len().saturating_sub(60)..]
+        );
+    }
+}

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::cli::SetupError;
 use crate::cli::limits::RunLimits;
 use crate::cli::setup::{PauseOptions, ToolOptions};
+use crate::cli::status::eprint_line;
 
 #[derive(Debug, Args)]
 pub(crate) struct RunCommand {
@@ -220,6 +221,7 @@ impl RunCommand {
             .registry
             .register(run_code_tool(config.clone()))
             .map_err(|e| SetupError(e.to_string()))?;
+        let timeout = config.limits.timeout;
         let _resume = tools
             .registry
             .register(run_code_resume_tool(config))
@@ -246,7 +248,9 @@ impl RunCommand {
             Err(e) => return Err(SetupError(e.message().to_owned())),
         };
         let value = match value.get("status").and_then(Value::as_str) {
-            Some("running") => follow(&tools.registry, &value, started, self.quiet).await?,
+            Some("running") => {
+                follow(&tools.registry, &value, started, timeout, self.quiet).await?
+            }
             _ => value,
         };
         drop(status);
@@ -428,12 +432,15 @@ fn exit_if_overdue(
 }
 
 /// Follows a run that went on as a background job (`--yield-after`) to its end, printing
-/// its console lines on stderr as they come and a line every 5 s of silence; returns the
-/// run's final value. Ctrl-C ends the job (its final value then says it was cancelled).
+/// its console lines on stderr as they come and a line every 5 s of silence until its
+/// `timeout`, then one line if it has not stopped a second past it; returns the run's final
+/// value.
+/// Ctrl-C ends the job (its final value then says it was cancelled).
 async fn follow(
     registry: &codemode::Registry,
     running: &Value,
     started: std::time::Instant,
+    timeout: Duration,
     quiet: bool,
 ) -> Result<Value, SetupError> {
     let id = running
@@ -446,7 +453,7 @@ async fn follow(
             return;
         }
         for line in text.lines() {
-            eprintln!("codemode: {id}: {line}");
+            eprint_line(&format!("codemode: {id}: {line}"));
         }
     };
     show(running.get("output").and_then(Value::as_str).unwrap_or(""));
@@ -457,22 +464,36 @@ async fn follow(
     let interrupt = stop.cancelled();
     tokio::pin!(interrupt);
     let mut quiet_since = std::time::Instant::now();
+    // A run normally ends within moments of its timeout; one still going a second later is
+    // said to be overdue, once.
+    const OVERDUE_AFTER: Duration = Duration::from_secs(1);
+    let mut said_overdue = false;
     loop {
         let read = jobs.output(&id, owner, 1 << 16, Duration::from_secs(1), &never);
         let report = tokio::select! {
             report = read => report,
             () = &mut interrupt => {
-                eprintln!("codemode: {id}: interrupted; ending the job");
+                eprint_line(&format!("codemode: {id}: interrupted; ending the job"));
                 jobs.kill(&id, owner, Duration::from_secs(10)).await
             }
         }
         .map_err(|e| SetupError(e.to_string()))?;
         if report.output.is_empty() {
-            if !quiet && quiet_since.elapsed() >= Duration::from_secs(5) {
-                eprintln!(
+            let elapsed = started.elapsed();
+            if quiet || said_overdue {
+                // Nothing more to say.
+            } else if elapsed > timeout + OVERDUE_AFTER {
+                eprint_line(&format!(
+                    "codemode: {id} has not stopped at its {} ms timeout; it is given up on {} s past it",
+                    timeout.as_millis(),
+                    codemode::run_code::ABANDON_AFTER.as_secs()
+                ));
+                said_overdue = true;
+            } else if elapsed <= timeout && quiet_since.elapsed() >= Duration::from_secs(5) {
+                eprint_line(&format!(
                     "codemode: {id} still running ({} s)",
-                    started.elapsed().as_secs()
-                );
+                    elapsed.as_secs()
+                ));
                 quiet_since = std::time::Instant::now();
             }
         } else {
@@ -559,6 +580,9 @@ impl Observer for ProgressLines {
     fn observe(&self, _exec: &Exec, _outcome: &Outcome) {}
 
     fn progress(&self, exec: &Exec, progress: &Progress) {
-        eprintln!("codemode: progress: {}", progress.describe(exec.name()));
+        eprint_line(&format!(
+            "codemode: progress: {}",
+            progress.describe(exec.name())
+        ));
     }
 }
