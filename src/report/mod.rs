@@ -139,7 +139,9 @@ impl RunRecorder {
     /// The recorded run, taken out of the recorder (which starts afresh): the calls so far
     /// (a call still running is [`RecordedStatus::Running`]), with the program text, the
     /// run's canonical value (`output`: its final value, for a run that went on as a job),
-    /// its limits and its output cap in characters.
+    /// its limits and its output cap in characters. A `run_code` call that answered
+    /// `running` (it went on as a job), or has not answered while `output` is final (its
+    /// caller stopped waiting for it), takes the status of `output`; the latter ends now.
     pub fn finish(
         &self,
         title: impl Into<String>,
@@ -151,14 +153,26 @@ impl RunRecorder {
         let mut st = self.lock();
         let mut calls = std::mem::take(&mut st.calls);
         st.by_token.clear();
-        // A run that went on as a job ended as its final value says.
+        // A run that went on as a job ended as its final value says, and so does a run its
+        // caller stopped waiting for (it had not stopped past its timeout): it ends now.
         let status = match output.get("status").and_then(Value::as_str) {
             Some("ok") => RecordedStatus::Ok,
             Some("paused") => RecordedStatus::Paused,
+            Some("running") => RecordedStatus::Running,
             _ => RecordedStatus::Error,
         };
+        let now = st.micros();
         for call in &mut calls {
-            if call.status == RecordedStatus::Running && call.end_us.is_some() {
+            if call.status != RecordedStatus::Running {
+                continue;
+            }
+            if call.end_us.is_some() {
+                call.status = status;
+            } else if call.parent.is_none()
+                && runs_programs(&call.tool)
+                && status != RecordedStatus::Running
+            {
+                call.end_us = Some(now);
                 call.status = status;
             }
         }

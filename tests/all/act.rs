@@ -854,8 +854,19 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     // Not before the grace, and long before the engine's own check (over 30 s).
     assert!(took >= std::time::Duration::from_millis(5300), "{took:?}");
     assert!(took < std::time::Duration::from_secs(25), "{took:?}");
-    // The report file made for the run is not left behind, empty.
-    assert!(!report.exists());
+    // The report is written: the run ends with that error when it was given up on.
+    let html = std::fs::read_to_string(&report).unwrap();
+    let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data: Value = serde_json::from_str(&html[start..end]).unwrap();
+    let top = &data["calls"][0];
+    assert_eq!(
+        (top["tool"].as_str(), top["st"].as_str()),
+        (Some("run_code"), Some("error")),
+        "{top}"
+    );
+    assert!(top["e"].as_u64().unwrap() >= 5_300_000, "{top}");
+    assert!(html.contains("had not stopped 5 s later"));
 
     // A run that yields (a job from its start) ends the same, from its job.
     let started = std::time::Instant::now();

@@ -226,11 +226,23 @@ impl RunCommand {
             .registry
             .register(run_code_resume_tool(config))
             .map_err(|e| SetupError(e.to_string()))?;
-        let made_report = report
-            .as_ref()
-            .filter(|(file, ..)| file.made)
-            .map(|(file, ..)| file.path.clone());
-        let armed = exit_if_overdue(self.json, self.quiet, made_report).arm();
+        let overdue_report = report.as_ref().map(|(file, recorder, _, limits, cap)| {
+            let (path, recorder, limits, cap) =
+                (file.path.clone(), recorder.clone(), limits.clone(), *cap);
+            let (title, program) = (self.title(), program.clone());
+            Box::new(move |value: &Value| {
+                let run = recorder.finish(
+                    title.clone(),
+                    program.clone(),
+                    value.clone(),
+                    limits.clone(),
+                    cap,
+                );
+                std::fs::write(&path, codemode::report::render_html(&run))
+                    .map_err(|e| format!("--report {}: {e}", path.display()))
+            }) as OverdueReport
+        });
+        let armed = exit_if_overdue(self.json, self.quiet, overdue_report).arm();
         let started = std::time::Instant::now();
         // Cancelled by a signal: the engine's interrupt handler reads it, so a program in a
         // CPU loop stops as well.
@@ -407,29 +419,30 @@ fn print_run(
 /// status 1, as a run that timed out does. That happens only to a program in a loop over a
 /// slow built-in that allocates nothing, which the engine stops at its next check, minutes
 /// later. The processes its tools started are killed (see [`codemode::kill_process_groups`])
-/// and a `--report` file made for the run (`report`) is removed, as that of a run
-/// interrupted before its report is.
+/// and the `--report` is written (`report`), with that error and the calls in flight drawn
+/// as still running; one that cannot be written exits with status 2, as after any run.
 fn exit_if_overdue(
     json: bool,
     quiet: bool,
-    report: Option<PathBuf>,
+    report: Option<OverdueReport>,
 ) -> codemode::run_code::OverdueArm {
     codemode::run_code::OverdueArm::new(move |timeout| {
         crate::cli::status::silence();
         // The run's calls still hold their processes: exiting drops nothing.
         codemode::kill_process_groups();
-        if let Some(report) = &report {
-            let _ = std::fs::remove_file(report);
+        let value = codemode::run_code::abandoned_value(timeout);
+        print_run(&value, json, quiet, None);
+        if let Some(Err(e)) = report.as_ref().map(|write| write(&value)) {
+            eprintln!("codemode: {e}");
+            std::process::exit(2);
         }
-        print_run(
-            &codemode::run_code::abandoned_value(timeout),
-            json,
-            quiet,
-            None,
-        );
         std::process::exit(1);
     })
 }
+
+/// Writes the `--report` of a run given up on, with its final value (see
+/// [`exit_if_overdue`]); the error names the file.
+type OverdueReport = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 /// Follows a run that went on as a background job (`--yield-after`) to its end, printing
 /// its console lines on stderr as they come and a line every 5 s of silence until its
