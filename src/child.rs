@@ -121,20 +121,75 @@ pub(crate) struct Group {
     pgid: Option<i32>,
 }
 
-/// The groups of [`Group`]s not killed yet, for [`kill_process_groups`].
-static LIVE: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+/// The groups of [`Group`]s not killed yet, each with the run whose polling started it (0:
+/// none, as for an MCP server's), for [`kill_process_groups`] and [`kill_run_process_groups`].
+static LIVE: std::sync::Mutex<Vec<(i32, u64)>> = std::sync::Mutex::new(Vec::new());
 
-fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
+fn live() -> std::sync::MutexGuard<'static, Vec<(i32, u64)>> {
     LIVE.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+thread_local! {
+    /// The run being polled on this thread (see [`OwnedBy`]), 0 for none.
+    static POLLING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A new run's number for [`OwnedBy`] and [`kill_run_process_groups`] (never 0).
+pub(crate) fn new_run() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `future`, polled as run `run`: the groups the commands it starts while polled lead (its
+/// tools' calls, which the run polls on its own thread) belong to that run.
+pub(crate) struct OwnedBy<F> {
+    run: u64,
+    future: F,
+}
+
+impl<F> OwnedBy<F> {
+    pub(crate) fn new(run: u64, future: F) -> Self {
+        OwnedBy { run, future }
+    }
+}
+
+impl<F: std::future::Future + Unpin> std::future::Future for OwnedBy<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        /// Puts back the run polled before, also when the poll panics.
+        struct Restore(u64);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                POLLING.set(self.0);
+            }
+        }
+        let _restore = Restore(POLLING.replace(self.run));
+        std::pin::Pin::new(&mut self.future).poll(cx)
+    }
+}
+
 impl Group {
-    /// The group `child` leads (it was started by [`command`]).
+    /// The group `child` leads (it was started by [`command`]), owned by the run being
+    /// polled on this thread, if any (see [`OwnedBy`]).
     pub(crate) fn of(child: &tokio::process::Child) -> Group {
+        Group::owned(child, POLLING.get())
+    }
+
+    /// The group `child` leads, owned by no run: a process that outlives the call that
+    /// started it (an MCP server).
+    pub(crate) fn shared(child: &tokio::process::Child) -> Group {
+        Group::owned(child, 0)
+    }
+
+    fn owned(child: &tokio::process::Child, run: u64) -> Group {
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         if let Some(pgid) = pgid {
-            live().push(pgid);
+            live().push((pgid, run));
         }
         Group { pgid }
     }
@@ -143,7 +198,7 @@ impl Group {
         if let Some(pgid) = self.pgid.take() {
             signal_group(pgid, Signal::Kill);
             let mut live = live();
-            if let Some(at) = live.iter().position(|&g| g == pgid) {
+            if let Some(at) = live.iter().position(|&(g, _)| g == pgid) {
                 live.swap_remove(at);
             }
         }
@@ -165,7 +220,23 @@ impl Group {
 ///
 /// [`ABANDON_AFTER`]: crate::run_code::ABANDON_AFTER
 pub fn kill_process_groups() {
-    for pgid in std::mem::take(&mut *live()) {
+    for (pgid, _) in std::mem::take(&mut *live()) {
+        signal_group(pgid, Signal::Kill);
+    }
+}
+
+/// Kills (SIGKILL) the process groups run `run`'s calls started that are not killed yet:
+/// for a run given up on while its thread still holds them.
+pub(crate) fn kill_run_process_groups(run: u64) {
+    let mut owned = Vec::new();
+    live().retain(|&(pgid, owner)| {
+        let mine = owner == run;
+        if mine {
+            owned.push(pgid);
+        }
+        !mine
+    });
+    for pgid in owned {
         signal_group(pgid, Signal::Kill);
     }
 }
@@ -265,4 +336,33 @@ pub(crate) fn describe_exit(status: &std::process::ExitStatus) -> String {
         }
     }
     format!("ended abnormally ({status})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_future_polled_as_a_run_is_that_run_only_while_polled() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let seen = |run| {
+            let probe = std::future::poll_fn(|_| std::task::Poll::Ready(POLLING.get()));
+            runtime.block_on(OwnedBy::new(run, Box::pin(probe)))
+        };
+        assert_eq!(seen(7), 7);
+        assert_eq!(POLLING.get(), 0);
+        // Nested: the inner run while the inner future is polled, the outer one after.
+        let nested = OwnedBy::new(
+            3,
+            Box::pin(async {
+                let inner = OwnedBy::new(4, Box::pin(async { POLLING.get() })).await;
+                (inner, POLLING.get())
+            }),
+        );
+        assert_eq!(runtime.block_on(nested), (4, 3));
+        assert_eq!(POLLING.get(), 0);
+        assert_ne!(new_run(), new_run());
+    }
 }

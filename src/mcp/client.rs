@@ -599,7 +599,7 @@ impl Connection {
                 let mut child = cmd
                     .spawn()
                     .map_err(|e| fail(format!("could not start `{command}`: {e}")))?;
-                let group = Group::of(&child);
+                let group = Group::shared(&child);
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     return Err(fail("its stdin or stdout could not be opened".into()));
                 };

@@ -288,7 +288,16 @@ impl Parked {
         stack: usize,
     ) -> RunReport {
         self.flags.arm(deadline, request.signal.clone());
-        let overdue = super::overdue::take_armed().map(|on| (on, request.limits.timeout));
+        // The process groups this run's calls start are its own: a run given up on has
+        // them killed, though its thread goes on.
+        let run = crate::child::new_run();
+        let overdue = super::overdue::take_armed().map(|on| {
+            let on: super::overdue::OnOverdue = Arc::new(move |timeout| {
+                crate::child::kill_run_process_groups(run);
+                on(timeout);
+            });
+            (on, request.limits.timeout)
+        });
         let _watch = watchdog::watch(&self.flags, deadline, overdue);
         let calls_signal = request.signal.child_token();
         let woken = Arc::new(Woken::default());
@@ -329,7 +338,7 @@ impl Parked {
                 .is_ok()
         });
         let ran = if handed {
-            (&mut self.run).await
+            crate::child::OwnedBy::new(run, &mut self.run).await
         } else {
             Ran::Abandoned
         };

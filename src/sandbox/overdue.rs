@@ -51,7 +51,8 @@ thread_local! {
 
 /// What the run a thread starts does when it is overdue: `on_overdue(timeout)` is called
 /// once, on the watchdog's thread, [`ABANDON_AFTER`] past the run's deadline, unless the
-/// run ended before. Keep it short (a send, a print): the watchdog serves every run.
+/// run ended before. Keep it short (a send, a print): the watchdog serves every run. Just
+/// before, the process groups the run's calls started (commands, `bash`) are killed.
 pub struct OverdueArm(OnOverdue);
 
 impl std::fmt::Debug for OverdueArm {

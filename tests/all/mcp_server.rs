@@ -636,6 +636,49 @@ async fn a_server_whose_client_leaves_kills_what_a_stuck_run_holds() {
     eventually("the stuck run's process is killed", || !alive(pid)).await;
 }
 
+/// A run given up on (not stopped 5 s past its timeout) has the processes its calls started
+/// killed when it is answered for, though its thread goes on and the server stays up; a
+/// process of another run, still going, is left alone.
+#[tokio::test]
+async fn a_run_given_up_on_has_its_processes_killed_and_no_other_run_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stuck_pid, other_pid) = (dir.path().join("stuck.pid"), dir.path().join("other.pid"));
+    let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
+    let sleeper = |pidfile: &std::path::Path| {
+        format!(
+            "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});",
+            pidfile.display()
+        )
+    };
+    // Another run, in the background, whose `sleep` is still going when the stuck run is
+    // given up on.
+    let other = call(
+        &client,
+        "run_code",
+        json!({"code": format!("{}\nawait new Promise(r => setTimeout(r, 20000));", sleeper(&other_pid)), "timeout_ms": 60_000, "run_in_background": true}),
+    )
+    .await;
+    assert!(!is_error(&other), "{}", text(&other));
+    let other = pid_in(&other_pid).await;
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": format!("{}\n{}", sleeper(&stuck_pid), crate::act::STUCK_PAST_ITS_TIMEOUT), "timeout_ms": 300, "yield_after_ms": 0}),
+    )
+    .await;
+    assert!(
+        text(&r).contains("had not stopped 5 s later"),
+        "{}",
+        text(&r)
+    );
+    let stuck = pid_in(&stuck_pid).await;
+    eventually("the stuck run's process is killed", || !alive(stuck)).await;
+    assert!(alive(other), "another run's process was killed");
+    let r = run(&client, "return 'still here'").await;
+    assert_eq!(text(&r), "result: \"still here\"");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
     let server = HttpServer::start(&["--tools", &manifest()]);
