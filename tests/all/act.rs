@@ -856,9 +856,7 @@ fn a_run_that_does_not_stop_at_its_timeout_is_given_up_5_s_later() {
     assert!(took < std::time::Duration::from_secs(25), "{took:?}");
     // The report is written: the run ends with that error when it was given up on.
     let html = std::fs::read_to_string(&report).unwrap();
-    let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
-    let end = start + html[start..].find("</script>").unwrap();
-    let data: Value = serde_json::from_str(&html[start..end]).unwrap();
+    let data = crate::report::data_of(&html);
     let top = &data["calls"][0];
     assert_eq!(
         (top["tool"].as_str(), top["st"].as_str()),

@@ -116,7 +116,7 @@ fn recorded(
 }
 
 /// The data block of a report, parsed.
-fn data_of(html: &str) -> Value {
+pub(crate) fn data_of(html: &str) -> Value {
     let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
     let end = start + html[start..].find("</script>").unwrap();
     serde_json::from_str(&html[start..end]).unwrap()
