@@ -447,8 +447,7 @@ type OverdueReport = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 /// Follows a run that went on as a background job (`--yield-after`) to its end, printing
 /// its console lines on stderr as they come and a line every 5 s of silence until its
 /// `timeout`, then one line if it has not stopped a second past it; returns the run's final
-/// value.
-/// Ctrl-C ends the job (its final value then says it was cancelled).
+/// value. Ctrl-C ends the job (its final value then says it was cancelled).
 async fn follow(
     registry: &codemode::Registry,
     running: &Value,
