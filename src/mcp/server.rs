@@ -846,6 +846,7 @@ where
             let _ = tx.send(timeout);
         }
     });
+    let processes = arm.processes();
     std::thread::Builder::new()
         .name("codemode-call".into())
         .stack_size(stack)
@@ -863,7 +864,11 @@ where
         output = output => output
             .map(OnThread::Done)
             .map_err(|_| std::io::Error::other("the call's thread ended without an answer")),
-        message = give_up(cancelled, overdue) => Ok(OnThread::Abandoned(message)),
+        message = give_up(cancelled, overdue) => {
+            // The run goes on in its thread; what its calls started ends now.
+            processes.kill();
+            Ok(OnThread::Abandoned(message))
+        }
     }
 }
 

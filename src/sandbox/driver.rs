@@ -291,7 +291,8 @@ impl Parked {
         // The process groups this run's calls start are its own: a run given up on has
         // them killed, though its thread goes on.
         let run = crate::child::new_run();
-        let overdue = super::overdue::take_armed().map(|on| {
+        let overdue = super::overdue::take_armed().map(|(on, taken_by)| {
+            taken_by.store(run, std::sync::atomic::Ordering::SeqCst);
             let on: super::overdue::OnOverdue = Arc::new(move |timeout| {
                 crate::child::kill_run_process_groups(run);
                 on(timeout);

@@ -50,6 +50,7 @@ mod watchdog;
 
 pub use limits::{Limits, MIN_MEMORY};
 pub use logs::{LogEntry, LogLevel};
+pub(crate) use overdue::RunProcesses;
 pub use overdue::{ABANDON_AFTER, ArmedThread, OverdueArm, abandoned_message};
 pub use pool::{EnginePool, PoolStats};
 pub use report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};

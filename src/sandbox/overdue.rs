@@ -15,6 +15,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long past a run's timeout a caller waiting for it from another thread keeps
@@ -44,16 +45,24 @@ pub fn abandoned_message(timeout: Duration) -> String {
 /// What an armed thread's run calls when it is overdue, with its timeout.
 pub(crate) type OnOverdue = Arc<dyn Fn(Duration) + Send + Sync>;
 
+/// An arm as a run takes it: what to call, and where the run writes its number (see
+/// [`RunProcesses`]).
+pub(crate) type Armed = (OnOverdue, Arc<AtomicU64>);
+
 thread_local! {
     /// What this thread's next run calls when it is overdue, if armed.
-    static ARMED: RefCell<Option<OnOverdue>> = const { RefCell::new(None) };
+    static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
 }
 
 /// What the run a thread starts does when it is overdue: `on_overdue(timeout)` is called
 /// once, on the watchdog's thread, [`ABANDON_AFTER`] past the run's deadline, unless the
 /// run ended before. Keep it short (a send, a print): the watchdog serves every run. Just
 /// before, the process groups the run's calls started (commands, `bash`) are killed.
-pub struct OverdueArm(OnOverdue);
+pub struct OverdueArm {
+    on_overdue: OnOverdue,
+    /// The number of the run that took the arm (0 until one does), for [`RunProcesses`].
+    run: Arc<AtomicU64>,
+}
 
 impl std::fmt::Debug for OverdueArm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,13 +73,22 @@ impl std::fmt::Debug for OverdueArm {
 impl OverdueArm {
     /// An arm that calls `on_overdue`.
     pub fn new(on_overdue: impl Fn(Duration) + Send + Sync + 'static) -> Self {
-        OverdueArm(Arc::new(on_overdue))
+        OverdueArm {
+            on_overdue: Arc::new(on_overdue),
+            run: Arc::default(),
+        }
+    }
+
+    /// The process groups of the run that takes this arm, for a caller that gives up on
+    /// that run for another reason than its timeout (its cancellation).
+    pub(crate) fn processes(&self) -> RunProcesses {
+        RunProcesses(self.run.clone())
     }
 
     /// Arms this thread: the first run that starts on it while the guard lives takes the
     /// arm. Dropping the guard disarms the thread (and re-arms what an outer guard armed).
     pub fn arm(self) -> ArmedThread {
-        let outer = ARMED.with(|armed| armed.replace(Some(self.0)));
+        let outer = ARMED.with(|armed| armed.replace(Some((self.on_overdue, self.run))));
         ArmedThread {
             outer,
             _not_send: std::marker::PhantomData,
@@ -80,7 +98,7 @@ impl OverdueArm {
 
 /// This thread armed by [`OverdueArm::arm`], until dropped.
 pub struct ArmedThread {
-    outer: Option<OnOverdue>,
+    outer: Option<Armed>,
     /// A thread-local guard stays on its thread.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -99,8 +117,23 @@ impl Drop for ArmedThread {
 }
 
 /// The arm of this thread, for the run that starts now (a later run finds none).
-pub(crate) fn take_armed() -> Option<OnOverdue> {
+pub(crate) fn take_armed() -> Option<Armed> {
     ARMED.with(|armed| armed.borrow_mut().take())
+}
+
+/// The process groups the calls of the run that took an arm started (see
+/// [`OverdueArm::processes`]).
+pub(crate) struct RunProcesses(Arc<AtomicU64>);
+
+impl RunProcesses {
+    /// Kills (SIGKILL) the process groups the run's calls started that are still alive;
+    /// nothing before a run took the arm.
+    pub(crate) fn kill(&self) {
+        let run = self.0.load(Ordering::SeqCst);
+        if run != 0 {
+            crate::child::kill_run_process_groups(run);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -119,10 +152,10 @@ mod tests {
         };
         let outer = arm(1).arm();
         let inner = arm(2).arm();
-        take_armed().expect("armed")(Duration::from_millis(300));
+        take_armed().expect("armed").0(Duration::from_millis(300));
         assert!(take_armed().is_none(), "a later run finds none");
         drop(inner);
-        take_armed().expect("the outer arm is back")(Duration::from_millis(5));
+        take_armed().expect("the outer arm is back").0(Duration::from_millis(5));
         drop(outer);
         assert!(take_armed().is_none());
         assert_eq!(

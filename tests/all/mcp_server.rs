@@ -679,6 +679,58 @@ async fn a_run_given_up_on_has_its_processes_killed_and_no_other_run_s() {
     client.cancel().await.unwrap();
 }
 
+/// A stuck run given up on because it was killed (`job_kill`) or its call cancelled, long
+/// before its timeout, has the processes its calls started killed then too.
+#[tokio::test]
+async fn a_stuck_run_given_up_on_after_a_kill_or_a_cancel_has_its_processes_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
+    let stuck = |pidfile: &std::path::Path| {
+        format!(
+            "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
+            pidfile.display(),
+            crate::act::STUCK_PAST_ITS_TIMEOUT
+        )
+    };
+    // A background job, killed.
+    let pidfile = dir.path().join("killed.pid");
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": stuck(&pidfile), "timeout_ms": 120_000, "run_in_background": true}),
+    )
+    .await;
+    let job = r.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = pid_in(&pidfile).await;
+    let r = call(&client, "job_kill", json!({"job_id": job})).await;
+    assert_eq!(r.structured_content.unwrap()["status"], "killed");
+    eventually("the killed job's process is killed", || !alive(pid)).await;
+    // A call in the foreground, cancelled.
+    let pidfile = dir.path().join("cancelled.pid");
+    let params = CallToolRequestParams::new("run_code").with_arguments(object(
+        json!({"code": stuck(&pidfile), "timeout_ms": 120_000, "yield_after_ms": 0}),
+    ));
+    let call_handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let pid = pid_in(&pidfile).await;
+    call_handle
+        .cancel(Some("the test cancels".into()))
+        .await
+        .unwrap();
+    eventually("the cancelled run's process is killed", || !alive(pid)).await;
+    let r = run(&client, "return 'still here'").await;
+    assert_eq!(text(&r), "result: \"still here\"");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
     let server = HttpServer::start(&["--tools", &manifest()]);

@@ -444,6 +444,9 @@ struct Entry {
     /// Whether the job was ended as overdue while its thread still runs; read and written
     /// under `state`'s lock.
     given_up: AtomicBool,
+    /// The process groups its run's calls started, once its thread is armed (see
+    /// [`JobSpec::on_overdue`]): killed when the job is given up on.
+    processes: std::sync::OnceLock<crate::sandbox::RunProcesses>,
     /// Whether the job may be given up on (its spec set [`JobSpec::on_overdue`]): also
     /// [`ABANDON_AFTER`] after it was killed, when its work has not ended by then.
     may_give_up: bool,
@@ -647,6 +650,7 @@ impl Jobs {
                 state: Mutex::new(State::Running { kill: None }),
                 published: AtomicBool::new(!spec.held),
                 given_up: AtomicBool::new(false),
+                processes: std::sync::OnceLock::new(),
                 may_give_up: spec.overdue.is_some(),
             });
             table.jobs.insert(id.clone(), e.clone());
@@ -655,11 +659,13 @@ impl Jobs {
         let (e, done) = entry;
         let overdue = spec.overdue.map(|end| {
             let (jobs, job) = (Arc::downgrade(&self.inner), Arc::downgrade(&e));
-            crate::run_code::OverdueArm::new(move |timeout| {
+            let arm = crate::run_code::OverdueArm::new(move |timeout| {
                 if let (Some(inner), Some(job)) = (jobs.upgrade(), job.upgrade()) {
                     Jobs { inner }.give_up(&job, end(timeout));
                 }
-            })
+            });
+            let _ = e.processes.set(arm.processes());
+            arm
         });
         self.inner.threads.fetch_add(1, Ordering::SeqCst);
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -744,6 +750,10 @@ impl Jobs {
             self.inner.given_up.fetch_add(1, Ordering::SeqCst);
             job.given_up.store(true, Ordering::SeqCst);
             job.end_locked(&mut state, status);
+        }
+        // Its thread goes on; what its run's calls started ends now.
+        if let Some(processes) = job.processes.get() {
+            processes.kill();
         }
         job.news.notify_waiters();
     }
