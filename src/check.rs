@@ -132,6 +132,20 @@ struct Checker<'a> {
     out: Vec<Diagnostic>,
 }
 
+impl Checker<'_> {
+    /// The tool `name` (a name or an alias) calls, if the program sees it.
+    fn tool(&self, name: &str) -> Option<crate::Tool> {
+        self.registry
+            .get(name)
+            .filter(|t| self.names.iter().any(|n| n == t.name()))
+    }
+
+    /// Whether the program sees a tool `name` (a name or an alias).
+    fn visible(&self, name: &str) -> bool {
+        self.tool(name).is_some()
+    }
+}
+
 impl Visit for Checker<'_> {
     fn visit_call_expr(&mut self, call: &CallExpr) {
         call.visit_children_with(self);
@@ -139,13 +153,22 @@ impl Visit for Checker<'_> {
             return;
         };
         let Some(name) = tool_name(callee) else {
+            // `tools.fs.read(…)` reads `tools.fs` first: for a tool named `fs.read`, that
+            // is an unknown tool when the program runs.
+            if let Expr::Member(method) = unwrap(callee)
+                && let Some(name) = tool_name(&method.obj)
+                && !self.visible(&name)
+            {
+                let message = unknown_tool_in_program(&name, &self.names);
+                self.report(
+                    callee_prop_lo(&method.obj),
+                    DiagnosticKind::UnknownTool,
+                    message,
+                );
+            }
             return;
         };
-        let tool = self
-            .registry
-            .get(&name)
-            .filter(|t| self.names.iter().any(|n| n == t.name()));
-        let Some(tool) = tool else {
+        let Some(tool) = self.tool(&name) else {
             let message = unknown_tool_in_program(&name, &self.names);
             self.report(callee_prop_lo(callee), DiagnosticKind::UnknownTool, message);
             return;

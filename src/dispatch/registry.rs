@@ -710,17 +710,23 @@ pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
 /// reads `fs` when the tool is `fs.read`), and says how to search the tools (see
 /// [`crate::discovery`]).
 pub(crate) fn unknown_tool_in_program(name: &str, tools: &[String]) -> String {
-    let mut message = unknown_tool_message(name, tools);
     let cut: Vec<String> = tools
         .iter()
         .filter(|tool| cut_at_name(name, tool))
         .take(3)
         .map(|tool| format!("tools[{tool:?}] (or tools.{})", tool_alias(tool)))
         .collect();
-    if !cut.is_empty() {
-        message.push_str(". A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: ");
-        message.push_str(&cut.join(", "));
-    }
+    let mut message = if cut.is_empty() {
+        unknown_tool_message(name, tools)
+    } else {
+        // Those are what the program meant: no other name is suggested.
+        format!(
+            "unknown tool {}; available tools: {}. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: {}",
+            quoted_name(name),
+            tool_list(tools),
+            cut.join(", ")
+        )
+    };
     message.push_str(". Search by words with `await tools.$search(\"…\")`");
     message
 }

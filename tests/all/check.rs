@@ -116,6 +116,25 @@ fn every_kind_is_reported_with_its_position() {
     assert_eq!(got, want);
 }
 
+/// `tools.place.order(…)` for the tool `place-order`: JavaScript reads `tools.place`, an
+/// unknown tool, which the check reports there with the two ways to call the tool; a
+/// method of a tool's function (`.call`, by name or alias) is not reported.
+#[test]
+fn a_tool_name_cut_at_a_dot_is_reported_where_the_program_reads_it() {
+    let source = "await tools.place.order({item: {sku: 'A'}});\n\
+                  await tools.place_order.call(null, {item: {sku: 'A'}});\n\
+                  await tools['place-order'].call(null, {item: {sku: 'A'}});\n";
+    assert_eq!(
+        found(source),
+        [(
+            1,
+            13,
+            DiagnosticKind::UnknownTool,
+            "unknown tool \"place\"; available tools: read_file, list_dir, glob, grep, place-order. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"place-order\"] (or tools.place_order). Search by words with `await tools.$search(\"…\")`".to_owned()
+        )]
+    );
+}
+
 #[test]
 fn syntax_errors_and_fenced_programs_keep_their_positions() {
     let d = found("const x = ;\n");

@@ -90,7 +90,7 @@ return seen;
         v,
         json!([
             format!(
-                "fs: unknown tool \"fs\"; did you mean \"fsx\"? Available tools: fs.read, fs.write, get-sum, fsx. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"fs.read\"] (or tools.fs_read), tools[\"fs.write\"] (or tools.fs_write){end}"
+                "fs: unknown tool \"fs\"; available tools: fs.read, fs.write, get-sum, fsx. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"fs.read\"] (or tools.fs_read), tools[\"fs.write\"] (or tools.fs_write){end}"
             ),
             format!(
                 "get: unknown tool \"get\"; available tools: fs.read, fs.write, get-sum, fsx. A tool whose name has characters a JavaScript name cannot have is called with brackets or by its alias: tools[\"get-sum\"] (or tools.get_sum){end}"
