@@ -112,7 +112,8 @@ impl StatusLine {
                     {
                         continue;
                     }
-                    let line = describe(&counts, started.elapsed());
+                    let width = console::Term::stderr().size_checked().map(|(_, cols)| cols);
+                    let line = describe(&counts, started.elapsed(), width);
                     let mut err = std::io::stderr().lock();
                     if SILENT.load(Ordering::SeqCst) {
                         break;
@@ -147,8 +148,10 @@ impl Drop for StatusLine {
     }
 }
 
-/// `codemode: 3.2 s · 12 calls done · 3 in flight: read_file, grep ×2`.
-fn describe(counts: &Counts, elapsed: Duration) -> String {
+/// `codemode: 3.2 s · 12 calls done · 3 in flight: read_file, grep ×2`, cut to fit one row
+/// of a terminal `width` columns wide (and at most 100 characters): a line that wrapped
+/// could not be erased whole.
+fn describe(counts: &Counts, elapsed: Duration, width: Option<u16>) -> String {
     let in_flight = counts
         .in_flight
         .lock()
@@ -180,9 +183,12 @@ fn describe(counts: &Counts, elapsed: Duration) -> String {
         line.push_str(": ");
         line.push_str(&tools.join(", "));
     }
-    // One terminal line: long lists are cut.
-    if line.chars().count() > 100 {
-        line = line.chars().take(99).collect::<String>() + "…";
+    // One terminal row: long lists are cut.
+    let most = width
+        .map_or(100, |cols| usize::from(cols).saturating_sub(1).min(100))
+        .max(1);
+    if line.chars().count() > most {
+        line = line.chars().take(most - 1).collect::<String>() + "…";
     }
     line
 }
@@ -249,4 +255,34 @@ pub(crate) fn init_tracing(verbose: bool) {
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_fits_one_row_of_the_terminal() {
+        let counts = Counts::default();
+        counts
+            .in_flight
+            .lock()
+            .unwrap()
+            .extend((0..3).map(|i| (i, format!("a_rather_long_tool_name_{i}"))));
+        let elapsed = Duration::from_millis(3_200);
+        let full = "codemode: 3.2 s · 0 calls done · 3 in flight: a_rather_long_tool_name_0, a_rather_long_tool_name_1, a_rather_long_tool_name_2";
+        // At most 100 characters without a known width, or on a wide terminal.
+        let cut = |n: usize| full.chars().take(n - 1).collect::<String>() + "…";
+        assert_eq!(describe(&counts, elapsed, None), cut(100));
+        assert_eq!(describe(&counts, elapsed, Some(300)), cut(100));
+        // One column short of the width: the cursor stays on the row.
+        assert_eq!(describe(&counts, elapsed, Some(40)), cut(39));
+        assert_eq!(describe(&counts, elapsed, Some(2)), "…");
+        assert_eq!(describe(&counts, elapsed, Some(0)), "…");
+        counts.in_flight.lock().unwrap().clear();
+        assert_eq!(
+            describe(&counts, elapsed, Some(80)),
+            "codemode: 3.2 s · 0 calls done · 0 in flight"
+        );
+    }
 }

@@ -440,7 +440,8 @@ fn a_status_line_shows_on_a_terminal_only_and_is_erased_at_the_end() {
 
 /// On a terminal, a line printed while the status line is drawn (a console line of a run
 /// followed with `--yield-after`) starts on a line of its own: the status line is erased
-/// first, never left in front of it. `script` (util-linux) gives the command a terminal.
+/// first, never left in front of it, and fits one row. `script` (util-linux) gives the
+/// command a terminal.
 #[test]
 fn on_a_terminal_lines_printed_under_the_status_line_start_lines_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
@@ -450,8 +451,9 @@ fn on_a_terminal_lines_printed_under_the_status_line_start_lines_of_their_own() 
         "for (let i = 0; i < 3; i++) { console.log('line ' + i); await new Promise(r => setTimeout(r, 700)); }\nreturn 1",
     )
     .unwrap();
+    // A narrow terminal: the status line (44 characters at the least) is cut to one row.
     let command = format!(
-        "{} run --yield-after 100 --root {} {}",
+        "stty rows 24 cols 40; {} run --yield-after 100 --root {} {}",
         env!("CARGO_BIN_EXE_codemode"),
         dir.path().display(),
         program.display()
@@ -463,8 +465,18 @@ fn on_a_terminal_lines_printed_under_the_status_line_start_lines_of_their_own() 
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let shown = String::from_utf8_lossy(&out.stdout);
-    // The status line was drawn (the run takes about 2 s), so the check below means something.
-    assert!(shown.contains("in flight"), "{shown:?}");
+    // The status line was drawn (the run takes about 2 s), so the checks below mean
+    // something, and each time within the 40 columns.
+    let drawn: Vec<&str> = shown
+        .split("\r\x1b[2K")
+        .skip(1)
+        .map(|s| s.split(['\r', '\n']).next().unwrap_or(""))
+        .filter(|s| s.contains(" calls done"))
+        .collect();
+    assert!(!drawn.is_empty(), "{shown:?}");
+    for line in &drawn {
+        assert!(line.chars().count() <= 39, "{line:?}");
+    }
     for i in 0..3 {
         let line = format!("codemode: run_code-1: line {i}");
         let at = shown
