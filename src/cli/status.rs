@@ -149,8 +149,8 @@ impl Drop for StatusLine {
 }
 
 /// `codemode: 3.2 s · 12 calls done · 3 in flight: read_file, grep ×2`, cut to fit one row
-/// of a terminal `width` columns wide (and at most 100 characters): a line that wrapped
-/// could not be erased whole.
+/// of a terminal `width` columns wide (and at most 100 columns): a line that wrapped could
+/// not be erased whole.
 fn describe(counts: &Counts, elapsed: Duration, width: Option<u16>) -> String {
     let in_flight = counts
         .in_flight
@@ -183,14 +183,11 @@ fn describe(counts: &Counts, elapsed: Duration, width: Option<u16>) -> String {
         line.push_str(": ");
         line.push_str(&tools.join(", "));
     }
-    // One terminal row: long lists are cut.
+    // One terminal row, in columns (a wide character takes two): long lists are cut.
     let most = width
         .map_or(100, |cols| usize::from(cols).saturating_sub(1).min(100))
         .max(1);
-    if line.chars().count() > most {
-        line = line.chars().take(most - 1).collect::<String>() + "…";
-    }
-    line
+    console::truncate_str(&line, most, "…").into_owned()
 }
 
 /// A `tracing` span per call, named `call`, with `tool`, `call_id`, `parent` (the
@@ -279,6 +276,16 @@ mod tests {
         assert_eq!(describe(&counts, elapsed, Some(40)), cut(39));
         assert_eq!(describe(&counts, elapsed, Some(2)), "…");
         assert_eq!(describe(&counts, elapsed, Some(0)), "…");
+        // Wide characters take two columns each.
+        counts.in_flight.lock().unwrap().clear();
+        counts
+            .in_flight
+            .lock()
+            .unwrap()
+            .insert(0, "工具".repeat(20));
+        let wide = describe(&counts, elapsed, Some(60));
+        assert_eq!(console::measure_text_width(&wide), 59, "{wide}");
+        assert!(wide.ends_with("工具工具…"), "{wide}");
         counts.in_flight.lock().unwrap().clear();
         assert_eq!(
             describe(&counts, elapsed, Some(80)),

@@ -710,12 +710,21 @@ pub(crate) fn unknown_tool_message(name: &str, tools: &[String]) -> String {
 /// reads `fs` when the tool is `fs.read`), and says how to search the tools (see
 /// [`crate::discovery`]).
 pub(crate) fn unknown_tool_in_program(name: &str, tools: &[String]) -> String {
-    let cut: Vec<String> = tools
+    // Every such tool, up to 10 (the program's whole name is not known here: `tools.fs`
+    // is read before `.read`).
+    const MOST_SHOWN: usize = 10;
+    let all: Vec<&String> = tools
         .iter()
         .filter(|tool| cut_at_name(name, tool))
-        .take(3)
+        .collect();
+    let mut cut: Vec<String> = all
+        .iter()
+        .take(MOST_SHOWN)
         .map(|tool| format!("tools[{tool:?}] (or tools.{})", tool_alias(tool)))
         .collect();
+    if all.len() > MOST_SHOWN {
+        cut.push(format!("and {} more", all.len() - MOST_SHOWN));
+    }
     let mut message = if cut.is_empty() {
         unknown_tool_message(name, tools)
     } else {

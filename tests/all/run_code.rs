@@ -98,6 +98,22 @@ return seen;
             "ran",
         ])
     );
+    // Ten of them at most, then how many more.
+    let mut h = Harness::new(fast_limits());
+    for i in 0..12 {
+        h.add(test_tool(&format!("many.t{i}")).returns(json!(true)));
+    }
+    let e = h.err("await tools.many.t11({})").await;
+    let listed: Vec<String> = (0..10)
+        .map(|i| format!("tools[\"many.t{i}\"] (or tools.many_t{i})"))
+        .collect();
+    assert!(
+        e["message"].as_str().unwrap().ends_with(&format!(
+            "called with brackets or by its alias: {}, and 2 more{end}",
+            listed.join(", ")
+        )),
+        "{e}"
+    );
 }
 
 /// The names generic code probes on any object read `undefined` from `tools`, every own
