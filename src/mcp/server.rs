@@ -387,6 +387,8 @@ impl Drop for Session {
         if let Some(elicit) = &self.shared.elicit {
             elicit.forget(&self.agent);
         }
+        // Its jobs end with it, also those whose runs are stuck in their engines.
+        self.shared.registry.jobs().end_owned(&self.agent);
         self.agent.dispose();
         if let Some(folder) = &self.shared.spills {
             self.spills.remove_all(folder);

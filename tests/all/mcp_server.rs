@@ -731,6 +731,42 @@ async fn a_stuck_run_given_up_on_after_a_kill_or_a_cancel_has_its_processes_kill
     client.cancel().await.unwrap();
 }
 
+/// An HTTP session that ends (its client closes it) ends its jobs, also one whose run is
+/// stuck in its engine: that one is given up on 5 s later, with the processes its calls
+/// started, long before its own timeout; the server serves other sessions on.
+#[tokio::test]
+async fn a_session_that_ends_gives_up_on_its_stuck_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("stuck.pid");
+    let server = HttpServer::start(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]);
+    let client = server.client().await;
+    let code = format!(
+        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
+        pidfile.display(),
+        crate::act::STUCK_PAST_ITS_TIMEOUT
+    );
+    let r = call(
+        &client,
+        "run_code",
+        json!({"code": code, "timeout_ms": 120_000, "run_in_background": true}),
+    )
+    .await;
+    assert!(!is_error(&r), "{}", text(&r));
+    let pid = pid_in(&pidfile).await;
+    let ended = Instant::now();
+    client.cancel().await.unwrap();
+    eventually("the stuck job's process is killed", || !alive(pid)).await;
+    assert!(
+        ended.elapsed() >= Duration::from_secs(4),
+        "{:?}",
+        ended.elapsed()
+    );
+    let other = server.client().await;
+    let r = run(&other, "return 'still here'").await;
+    assert_eq!(text(&r), "result: \"still here\"");
+    other.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn cancelling_a_call_cancels_its_run_and_the_calls_it_made() {
     let server = HttpServer::start(&["--tools", &manifest()]);

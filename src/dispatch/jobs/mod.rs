@@ -939,6 +939,51 @@ impl Jobs {
         }
     }
 
+    /// Ends the running jobs of `owner`, whose conversation ended (as disposing it does,
+    /// see [`Agent::dispose`]), and gives up [`ABANDON_AFTER`] later on those whose work
+    /// still runs and may be given up on (a run stuck in its engine, which cannot see the
+    /// kill): they end as killed and the processes their runs' calls started are killed
+    /// (see [`JobSpec::on_overdue`]). Returns at once; the wait is on a task of the current
+    /// tokio runtime, else on a thread of its own.
+    pub fn end_owned(&self, owner: &Agent) {
+        let running: Vec<Arc<Entry>> = self
+            .table()
+            .jobs
+            .values()
+            .filter(|job| job.owner.same_as(owner) && job.is_running())
+            .cloned()
+            .collect();
+        for job in &running {
+            job.kill(KillReason::OwnerGone);
+        }
+        let stuck: Vec<Arc<Entry>> = running.into_iter().filter(|job| job.may_give_up).collect();
+        if stuck.is_empty() {
+            return;
+        }
+        let jobs = self.clone();
+        let give_up = move || {
+            for job in &stuck {
+                jobs.give_up_killed(job, ABANDON_AFTER);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(ABANDON_AFTER).await;
+                    give_up();
+                });
+            }
+            Err(_) => {
+                let _ = std::thread::Builder::new()
+                    .name("codemode-jobs-owner-gone".into())
+                    .spawn(move || {
+                        std::thread::sleep(ABANDON_AFTER);
+                        give_up();
+                    });
+            }
+        }
+    }
+
     /// Stops accepting jobs, ends every running job and waits until each one's cleanup is
     /// over and its thread gone, but for the threads of jobs ended as overdue, whose runs
     /// stop only at their engine's next check: [`ABANDON_AFTER`] after the kill, a job that
