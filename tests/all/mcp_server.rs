@@ -175,6 +175,15 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// A program that starts `sleep 60` through `bash` (writing its pid to `pidfile`) without
+/// waiting for it, then runs `rest`.
+fn sleeping_then(pidfile: &Path, rest: &str) -> String {
+    format!(
+        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{rest}",
+        pidfile.display()
+    )
+}
+
 /// The pid the manifest tool `sleep` writes to `pidfile`, once it is there.
 async fn pid_in(pidfile: &Path) -> u32 {
     let mut pid = 0;
@@ -614,11 +623,7 @@ async fn a_server_whose_client_leaves_kills_what_a_stuck_run_holds() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("sleep.pid");
     let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
-    let code = format!(
-        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
-        pidfile.display(),
-        crate::act::STUCK_PAST_ITS_TIMEOUT
-    );
+    let code = sleeping_then(&pidfile, crate::act::STUCK_PAST_ITS_TIMEOUT);
     let params = CallToolRequestParams::new("run_code").with_arguments(object(
         json!({"code": code, "timeout_ms": 60_000, "yield_after_ms": 0}),
     ));
@@ -644,18 +649,13 @@ async fn a_run_given_up_on_has_its_processes_killed_and_no_other_run_s() {
     let dir = tempfile::tempdir().unwrap();
     let (stuck_pid, other_pid) = (dir.path().join("stuck.pid"), dir.path().join("other.pid"));
     let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
-    let sleeper = |pidfile: &std::path::Path| {
-        format!(
-            "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});",
-            pidfile.display()
-        )
-    };
+
     // Another run, in the background, whose `sleep` is still going when the stuck run is
     // given up on.
     let other = call(
         &client,
         "run_code",
-        json!({"code": format!("{}\nawait new Promise(r => setTimeout(r, 20000));", sleeper(&other_pid)), "timeout_ms": 60_000, "run_in_background": true}),
+        json!({"code": sleeping_then(&other_pid, "await new Promise(r => setTimeout(r, 20000));"), "timeout_ms": 60_000, "run_in_background": true}),
     )
     .await;
     assert!(!is_error(&other), "{}", text(&other));
@@ -663,7 +663,7 @@ async fn a_run_given_up_on_has_its_processes_killed_and_no_other_run_s() {
     let r = call(
         &client,
         "run_code",
-        json!({"code": format!("{}\n{}", sleeper(&stuck_pid), crate::act::STUCK_PAST_ITS_TIMEOUT), "timeout_ms": 300, "yield_after_ms": 0}),
+        json!({"code": sleeping_then(&stuck_pid, crate::act::STUCK_PAST_ITS_TIMEOUT), "timeout_ms": 300, "yield_after_ms": 0}),
     )
     .await;
     assert!(
@@ -685,13 +685,7 @@ async fn a_run_given_up_on_has_its_processes_killed_and_no_other_run_s() {
 async fn a_stuck_run_given_up_on_after_a_kill_or_a_cancel_has_its_processes_killed() {
     let dir = tempfile::tempdir().unwrap();
     let client = stdio(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]).await;
-    let stuck = |pidfile: &std::path::Path| {
-        format!(
-            "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
-            pidfile.display(),
-            crate::act::STUCK_PAST_ITS_TIMEOUT
-        )
-    };
+    let stuck = |pidfile: &Path| sleeping_then(pidfile, crate::act::STUCK_PAST_ITS_TIMEOUT);
     // A background job, killed.
     let pidfile = dir.path().join("killed.pid");
     let r = call(
@@ -740,11 +734,7 @@ async fn a_session_that_ends_gives_up_on_its_stuck_jobs() {
     let pidfile = dir.path().join("stuck.pid");
     let server = HttpServer::start(&["--root", dir.path().to_str().unwrap(), "--allow", "shell"]);
     let client = server.client().await;
-    let code = format!(
-        "tools.bash({{command: 'echo $$ > {}; exec sleep 60'}}).catch(() => {{}});\n{}",
-        pidfile.display(),
-        crate::act::STUCK_PAST_ITS_TIMEOUT
-    );
+    let code = sleeping_then(&pidfile, crate::act::STUCK_PAST_ITS_TIMEOUT);
     let r = call(
         &client,
         "run_code",
