@@ -11,7 +11,8 @@
 //   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
 //     that may pause; random() -> the next Math.random value of such a run
 //   toolNames: [[name, alias], ...]
-//   maxArrayLength: the longest array the memory limit can hold
+//   maxArrayLength: the longest array the memory limit can hold; maxSortLength: the
+//     longest a sort without a comparator may sort (35_guards.js)
 //   isProxy(value) -> whether value is a Proxy (35_guards.js)
 //   programStack(text) -> a stack trace with the program's positions in its own source
 //     (00_primordials.js)

@@ -72,10 +72,11 @@ impl Program {
     ///   engine's line 0) keeps only `(FILE)`. Only a frame's parenthesised position, at the
     ///   end of its line, is read: a function's name that looks like one is left alone;
     /// - the sandbox's own frames left out: the prelude's (its bytecode has no file, so the
-    ///   engine writes `(<null>:0:1)`), and the `apply` or `call` through which the prelude
-    ///   called the program's function (a timer's callback, a `sort` comparator, an
-    ///   `export default` function), as Node leaves out its internals' frames in the same
-    ///   places.
+    ///   engine writes `(<null>:0:1)`), the `apply` or `call` through which the prelude
+    ///   called the program's function (a timer's callback, an `export default` function),
+    ///   and an array guard's (native, named as the built-in it guards, right below that
+    ///   built-in's own frame: `at sort (native)` once for a guarded `sort`), as Node leaves
+    ///   out its internals' frames in the same places.
     ///
     /// `None` when nothing changes.
     pub(crate) fn stack_in_source(&self, text: &str, file: &str) -> Option<String> {
@@ -86,6 +87,8 @@ impl Program {
         // A native `apply` or `call` frame, written only when the frame after it is not
         // the prelude's.
         let mut held: Option<&str> = None;
+        // A guarded built-in's frame just written: the same line next is its guard's.
+        let mut guarded: Option<&str> = None;
         for line in text.split_inclusive('\n') {
             let frame = line.strip_suffix('\n').unwrap_or(line);
             let prelude = frame.ends_with(')')
@@ -94,11 +97,24 @@ impl Program {
                     .is_some_and(|at| frame[at + 2..].starts_with("<null>:"));
             if prelude {
                 held = None;
+                guarded = None;
                 changed = true;
                 continue;
             }
             if let Some(held) = held.take() {
                 out.push_str(held);
+            }
+            if guarded.take() == Some(frame) {
+                changed = true;
+                continue;
+            }
+            if let Some(name) = frame
+                .trim_start()
+                .strip_prefix("at ")
+                .and_then(|f| f.strip_suffix(" (native)"))
+                && crate::sandbox::is_guarded(name)
+            {
+                guarded = Some(frame);
             }
             if matches!(frame.trim_start(), "at apply (native)" | "at call (native)") {
                 held = Some(line);

@@ -11,10 +11,11 @@
 //! engine's many small blocks cost what they cost without a limit.
 //!
 //! This module, the bytecode loader and the engine checks of inspect (`sandbox/prelude.rs`),
-//! `killpg` in `manifest/process.rs`, the stack bounds
+//! `killpg` in `child.rs`, the stack bounds
 //! in `sandbox/stack.rs`, the job runner in `sandbox/engine.rs` (which keeps what a
-//! job threw) and the settled promise of a call that finished at once
-//! (`sandbox/bridge.rs`) are the only `unsafe` code; here, the
+//! job threw), the settled promise of a call that finished at once
+//! (`sandbox/bridge.rs`) and the native array guards (`sandbox/guards.rs`) are the only
+//! `unsafe` code; here, the
 //! [`rquickjs::allocator::Allocator`] trait hands out raw pointers, and
 //! [`return_free_memory`] calls the C allocator's `malloc_trim`. Each block states why it
 //! is sound.

@@ -50,7 +50,7 @@ use super::report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 use super::shared::{HostState, Shared, lock};
 use super::stack::StackFloor;
 use super::timers::{self, Timers};
-use super::{Limits, prelude, reaper, watchdog};
+use super::{Limits, guards, prelude, reaper, watchdog};
 use crate::dispatch::registry::AskMode;
 use crate::dispatch::{Agent, CallToken, ErrorKind, Outcome, ProgressSink, Registry, ToolError};
 use crate::program::{self, AwaitSite, Program};
@@ -529,6 +529,12 @@ fn load_prelude<'js>(
         ProgramError::internal(format!("the sandbox prelude failed: {detail}"))
     })?;
     let internals = Internals::read(&internals).map_err(engine_error)?;
+    guards::install(
+        ctx,
+        &internals.check_array_call,
+        guards::max_array_length(key.memory),
+    )
+    .map_err(engine_error)?;
     let prims =
         Primordials::capture(&internals.primordials, floor.clone()).map_err(engine_error)?;
     *bridge.borrow_mut() = Some(Bridge::new(prims.clone(), &internals).map_err(engine_error)?);

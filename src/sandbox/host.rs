@@ -14,6 +14,7 @@ use rquickjs::{Ctx, Exception, Function, Object, Value};
 use super::bridge::{BridgeSlot, tool_function};
 use super::convert::json_to_js;
 use super::flags::RunFlags;
+use super::guards;
 use super::logs::LogLevel;
 use super::prelude;
 use super::shared::{Shared, lock};
@@ -52,12 +53,12 @@ pub(super) struct Host<'js> {
     /// in the model's own source (see [`crate::program::Program::stack_in_source`]).
     program_stack: Function<'js>,
     /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
-    /// running its traps); 35_guards.js reads a `length` only when no code runs for it.
+    /// running its traps); the array checks read a `length` only when no code runs for it.
     is_proxy: Function<'js>,
     /// `toolNames`: `[[name, alias], …]`.
     tool_names: Vec<Vec<String>>,
-    /// `maxArrayLength`: the longest array the memory limit can hold (the memory limit / 8,
-    /// at least 65 536); 35_guards.js refuses longer lengths.
+    /// `maxArrayLength`: the longest array the memory limit can hold (see
+    /// [`guards::max_array_length`]); the array checks refuse longer lengths.
     max_array_length: f64,
 }
 
@@ -258,7 +259,7 @@ impl<'js> Host<'js> {
                 .iter()
                 .map(|(n, a)| vec![n.clone(), a.clone()])
                 .collect(),
-            max_array_length: (memory / 8).max(1 << 16) as f64,
+            max_array_length: guards::max_array_length(memory),
         })
     }
 
@@ -278,6 +279,7 @@ impl<'js> Host<'js> {
         host.set("random", self.random)?;
         host.set("toolNames", self.tool_names)?;
         host.set("maxArrayLength", self.max_array_length)?;
+        host.set("maxSortLength", guards::MAX_SORT_LENGTH)?;
         host.set("isProxy", self.is_proxy)?;
         host.set("programStack", self.program_stack)?;
         Ok(host)
@@ -347,6 +349,9 @@ pub(super) struct Internals<'js> {
     /// be built long before its run); `journaled`: the clock and `Math.random` come from the
     /// run's journal.
     pub(super) start_clock: Function<'js>,
+    /// `checkArrayCall(name, self, args)` (35_guards.js): the full checks of a guarded
+    /// array call that did not pass at once (see `guards.rs`).
+    pub(super) check_array_call: Function<'js>,
 }
 
 impl<'js> Internals<'js> {
@@ -363,6 +368,7 @@ impl<'js> Internals<'js> {
             report_unhandled: internals.get("reportUnhandled")?,
             run_default: internals.get("runDefault")?,
             start_clock: internals.get("startClock")?,
+            check_array_call: internals.get("checkArrayCall")?,
         })
     }
 }

@@ -33,6 +33,7 @@ mod driver;
 mod engine;
 mod errors;
 mod flags;
+mod guards;
 mod host;
 mod inflight;
 pub(crate) mod journal;
@@ -56,5 +57,6 @@ pub use pool::{EnginePool, PoolStats};
 pub use report::{CallRecord, CallStatus, ProgramError, ProgramErrorKind};
 
 pub(crate) use driver::{Paused, RunReport, RunRequest, run};
+pub(crate) use guards::is_guarded;
 pub(crate) use logs::{LogCapture, LogSink};
 pub(crate) use reaper::reap_later;

@@ -737,7 +737,10 @@ const shape = names.map((n) => {
 });
 let newJoin;
 try { new Array.prototype.join() } catch (e) { newJoin = e.constructor.name }
-return { shape, newJoin, typedSort: [Uint8Array.prototype.sort.name, constructible(Uint8Array.prototype.sort)] };
+// A guard's frame is left out of stack traces: the built-in's own frame stays, once.
+const inner = { toString() { return new Error("x").stack } };
+const stack = [[inner]].join();
+return { shape, newJoin, typedSort: [Uint8Array.prototype.sort.name, constructible(Uint8Array.prototype.sort)], source: [String(Array.prototype.join), String(Uint8Array.prototype.sort)], stack };
 "#)
         .await;
     assert_eq!(
@@ -753,7 +756,9 @@ return { shape, newJoin, typedSort: [Uint8Array.prototype.sort.name, constructib
                 ["flatMap", 1, false, false]
             ],
             "newJoin": "TypeError",
-            "typedSort": ["sort", false]
+            "typedSort": ["sort", false],
+            "source": ["function join() {\n    [native code]\n}", "function sort() {\n    [native code]\n}"],
+            "stack": "    at toString (program.js:12:41)\n    at join (native)\n    at toString (native)\n    at join (native)\n    at program (program.js:13:25)\n"
         })
     );
 }
