@@ -577,7 +577,8 @@ fn reset_peak_rss() {
 /// Prints the memory a program holding a 64 MiB tool result of small objects costs, as
 /// multiples of the result's JSON size: the process's resident memory while the program
 /// holds the value and at the run's peak, and the engine's own peak (`RunUsage`); then, for
-/// comparison, the engine's peak when the program parses the same JSON text itself.
+/// comparison, the same when the program parses the same JSON text itself, and when it
+/// builds the same values as object literals (the engine's own layout for them).
 fn held_result_memory(rt: &tokio::runtime::Runtime) {
     // `{"id":…,"name":"item-…","tags":["a","b"],"score":…}`: about 80 bytes of JSON each.
     let item = |i: usize| json!({"id": i, "name": format!("item-{i}"), "tags": ["a", "b"], "score": i as f64 / 7.0});
@@ -638,6 +639,11 @@ fn held_result_memory(rt: &tokio::runtime::Runtime) {
     let times = |b: u64| b as f64 / json_bytes as f64;
     rt.block_on(async {
         registry.call("run_code", json!({"code": "return 1"})).await;
+        // The same values as object literals made by the program itself: the engine's own
+        // layout for them, the least any conversion into JavaScript objects can hold.
+        let literals = format!(
+            "const v = []; for (let i = 0; i < {count}; i++) v.push({{id: i, name: 'item-' + i, tags: ['a', 'b'], score: i / 7}}); await tools.hold(); return v.length"
+        );
         for (what, code) in [
             (
                 "a tool's result",
@@ -647,6 +653,7 @@ fn held_result_memory(rt: &tokio::runtime::Runtime) {
                 "the program's own JSON.parse of the same text",
                 "const v = JSON.parse(await tools.big_text()); await tools.hold(); return v.length",
             ),
+            ("the program's own object literals", literals.as_str()),
         ] {
             codemode::bench_support::return_free_memory();
             let before = rss_bytes().unwrap_or(0);
