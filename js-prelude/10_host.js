@@ -1,6 +1,8 @@
 // The bridge to the host. `host` is an object of native functions made for this run:
-//   toolFunctions: one native function per tool, in the order of `toolNames`: `(args)`
-//     -> a promise of the call's result (see 20_tools.js for the helpers it uses)
+//   tools: an object without prototype holding one native function per tool, `(args)`
+//     -> a promise of the call's result (see 20_tools.js for the helpers it uses), under
+//     the tool's name (enumerable) and its alias (not enumerable), neither writable nor
+//     configurable
 //   unknownTool(name) -> message naming the available tools
 //   searchTools(query, limit) -> [{name, description}, ...]; describeTools(names) ->
 //     the declarations of those tools (throws for a name that is no tool)
@@ -10,7 +12,6 @@
 //   setTimer(id, milliseconds), clearTimer(id)
 //   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
 //     that may pause; random() -> the next Math.random value of such a run
-//   toolNames: [[name, alias], ...]
 //   maxArrayLength: the longest array the memory limit can hold; maxSortLength: the
 //     longest a sort without a comparator may sort (35_guards.js)
 //   isProxy(value) -> whether value is a Proxy (35_guards.js)
@@ -23,7 +24,7 @@
 
 
 internals.host = ObjectFreeze({
-  toolFunctions: host.toolFunctions,
+  tools: host.tools,
   unknownTool: host.unknownTool,
   searchTools: host.searchTools,
   describeTools: host.describeTools,
@@ -33,5 +34,4 @@ internals.host = ObjectFreeze({
   clearTimer: host.clearTimer,
   clock: host.clock,
   random: host.random,
-  toolNames: host.toolNames,
 });

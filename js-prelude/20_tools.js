@@ -53,7 +53,7 @@ internals.siteOf = function siteOf(value) {
   return site === undefined ? 0 : site;
 };
 
-// The host calls these from a tool function (see `host.toolFunctions`): the rejection of a
+// The host calls these from a tool function (see `host.tools`): the rejection of a
 // call that failed before or while starting (`error` is a message, or what a conversion
 // threw), and the error a call in flight rejects with; `site` as above.
 internals.failed = function failed(name, error, site) {
@@ -98,19 +98,10 @@ const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
 }));
 
 // The tools are own properties (a plain property read, no trap), frozen. Each is a native
-// function of the host that returns a promise.
-const tools = ObjectCreate(unknown);
-const names = H.toolNames;
-const functions = H.toolFunctions;
-for (let i = 0; i < names.length; i++) {
-  const name = names[i][0];
-  const alias = names[i][1];
-  const fn = functions[i];
-  ObjectDefineProperty(tools, name, { value: fn, enumerable: true });
-  if (alias !== name && !ObjectPrototypeHasOwnProperty(tools, alias)) {
-    ObjectDefineProperty(tools, alias, { value: fn, enumerable: false });
-  }
-}
+// function of the host that returns a promise; the host defines them (under each tool's
+// name, and its alias when that differs).
+const tools = H.tools;
+ObjectSetPrototypeOf(tools, unknown);
 // Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
 // (the registry refuses them), not enumerable, and make no call. Their inputs are checked
 // here, before the host copies anything: a query's length (in UTF-16 code units, as

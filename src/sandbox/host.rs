@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use rquickjs::function::Opt;
+use rquickjs::object::Property;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
 
 use super::bridge::{BridgeSlot, tool_function};
@@ -23,9 +24,11 @@ use crate::dispatch::registry::unknown_tool_in_program;
 
 /// The `host` object of one run, field for field as `js-prelude/10_host.js` describes it.
 pub(super) struct Host<'js> {
-    /// `toolFunctions`: one native function per tool, in the order of `tool_names`:
-    /// `(args)` → a promise of the call's result.
-    tool_functions: Vec<Function<'js>>,
+    /// `tools`: an object without prototype whose own properties are the tools' native
+    /// functions, `(args)` → a promise of the call's result: each under its name
+    /// (enumerable) and, when that differs and is free, its alias (not enumerable); none
+    /// writable or configurable. 20_tools.js gives it its prototype and freezes it.
+    tools: Object<'js>,
     /// `unknownTool(name)` → the message naming the available tools.
     unknown_tool: Function<'js>,
     /// `searchTools(query, limit)` → `[{name, description}, …]` (see
@@ -55,8 +58,6 @@ pub(super) struct Host<'js> {
     /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
     /// running its traps); the array checks read a `length` only when no code runs for it.
     is_proxy: Function<'js>,
-    /// `toolNames`: `[[name, alias], …]`.
-    tool_names: Vec<Vec<String>>,
     /// `maxArrayLength`: the longest array the memory limit can hold (see
     /// [`guards::max_array_length`]); the array checks refuse longer lengths.
     max_array_length: f64,
@@ -93,6 +94,16 @@ impl<'js> Host<'js> {
                 .with_length(1)
             })
             .collect::<rquickjs::Result<Vec<_>>>()?;
+        // Defined here with their attributes, not by the prelude: a property defined from
+        // JavaScript reads a descriptor object, which costs about 1 µs per tool per run.
+        let tool_object = Object::new(ctx.clone())?;
+        tool_object.set_prototype(None)?;
+        for ((name, alias), function) in tools.iter().zip(tool_functions) {
+            tool_object.prop(name.as_str(), Property::from(function.clone()).enumerable())?;
+            if alias != name && !tool_object.contains_key(alias.as_str())? {
+                tool_object.prop(alias.as_str(), Property::from(function))?;
+            }
+        }
 
         let unknown_state = state.clone();
         let unknown_tool =
@@ -244,7 +255,7 @@ impl<'js> Host<'js> {
         Ok(Host {
             is_proxy,
             program_stack,
-            tool_functions,
+            tools: tool_object,
             unknown_tool,
             search_tools,
             describe_tools,
@@ -255,10 +266,6 @@ impl<'js> Host<'js> {
             clear_timer,
             clock,
             random,
-            tool_names: tools
-                .iter()
-                .map(|(n, a)| vec![n.clone(), a.clone()])
-                .collect(),
             max_array_length: guards::max_array_length(memory),
         })
     }
@@ -266,7 +273,7 @@ impl<'js> Host<'js> {
     /// The `host` object the prelude receives.
     pub(super) fn into_object(self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
         let host = Object::new(ctx.clone())?;
-        host.set("toolFunctions", self.tool_functions)?;
+        host.set("tools", self.tools)?;
         host.set("unknownTool", self.unknown_tool)?;
         host.set("searchTools", self.search_tools)?;
         host.set("describeTools", self.describe_tools)?;
@@ -277,7 +284,6 @@ impl<'js> Host<'js> {
         host.set("clearTimer", self.clear_timer)?;
         host.set("clock", self.clock)?;
         host.set("random", self.random)?;
-        host.set("toolNames", self.tool_names)?;
         host.set("maxArrayLength", self.max_array_length)?;
         host.set("maxSortLength", guards::MAX_SORT_LENGTH)?;
         host.set("isProxy", self.is_proxy)?;

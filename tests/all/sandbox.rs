@@ -53,6 +53,24 @@ async fn names_that_are_not_identifiers_dispatch_by_name_and_by_alias() {
             ["my-tool", "github.search"]
         ])
     );
+    // Each name and alias is an own data property, neither writable nor configurable; the
+    // names are enumerable, the aliases and the discovery functions not; `tools` is frozen.
+    let r = h
+        .ok("const d = (k) => { const p = Object.getOwnPropertyDescriptor(tools, k); return [p.enumerable, p.writable, p.configurable, p.value === tools[k]] };
+return { keys: Reflect.ownKeys(tools), name: d('my-tool'), alias: d('my_tool'), same: tools['my-tool'] === tools.my_tool, fn: tools.my_tool.name, frozen: Object.isFrozen(tools), plain: Object.getPrototypeOf(tools) === Object.prototype }")
+        .await;
+    assert_eq!(
+        r,
+        json!({
+            "keys": ["my-tool", "my_tool", "github.search", "github_search", "$search", "$describe"],
+            "name": [true, false, false, true],
+            "alias": [false, false, false, true],
+            "same": true,
+            "fn": "my_tool",
+            "frozen": true,
+            "plain": false
+        })
+    );
 }
 
 #[tokio::test]
