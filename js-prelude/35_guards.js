@@ -13,6 +13,7 @@ const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
 const SORT_LIMIT = host.maxSortLength;
 const loadArrayChecks = host.loadArrayChecks;
+const SymbolIsConcatSpreadable = Symbol.isConcatSpreadable;
 // `check(name, self, args)`, once loaded.
 let check;
 
@@ -22,7 +23,8 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
       __proto__: null,
       isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
       ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
-      TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError,
+      TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError, WeakMap,
+      WeakMapPrototypeGet, WeakMapPrototypeSet, SymbolIsConcatSpreadable,
     });
   }
   check(name, self, args);

@@ -8,7 +8,8 @@
 const {
   isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor, ObjectPrototypeHasOwnProperty,
   ObjectGetPrototypeOf, ArrayIsArray, ReflectApply, TypedArrayPrototypeGetLength, MathFloor,
-  Number, Object, RangeError,
+  Number, Object, RangeError, WeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet,
+  SymbolIsConcatSpreadable,
 } = P;
 const MAX_LENGTH = 9007199254740991;
 // A length or index that only program code could tell.
@@ -86,8 +87,10 @@ function refuseSort(len) {
 const whole = (self) => peekLength(self);
 
 // `flat` visits the elements of nested arrays up to its depth: each nested array is
-// checked as the array itself is.
-function checkNested(array, depth, name) {
+// checked as the array itself is. `seen` maps each array checked to the depth it was
+// checked to, so that an array met again (an array that holds itself, or one held many
+// times) is checked again only to a greater depth: the checks stay linear in the arrays.
+function checkNested(array, depth, name, seen) {
   const n = peekLength(array);
   for (let i = 0; i < n; i++) {
     const d = ObjectGetOwnPropertyDescriptor(array, i);
@@ -96,9 +99,32 @@ function checkNested(array, depth, name) {
     if (ArrayIsArray(e) && !isProxy(e)) {
       const len = peekLength(e);
       if (len > limit) throw refuse(name, len);
-      if (depth > 1) checkNested(e, depth - 1, name);
+      if (depth > 1) {
+        const checked = WeakMapPrototypeGet(seen, e);
+        if (checked === undefined || checked < depth - 1) {
+          WeakMapPrototypeSet(seen, e, depth - 1);
+          checkNested(e, depth - 1, name, seen);
+        }
+      }
     }
   }
+}
+
+// Whether `concat` spreads `o` (ECMAScript IsConcatSpreadable, §23.1.3.1.1): its own or
+// inherited `Symbol.isConcatSpreadable` when that is a data property other than undefined,
+// else whether it is an array. True when only program code could tell (a getter, a proxy
+// on the way), so that its length is counted.
+function spreads(o) {
+  if (o === null || (typeof o !== "object" && typeof o !== "function")) return false;
+  for (let obj = o; obj !== null; obj = ObjectGetPrototypeOf(obj)) {
+    if (isProxy(obj)) return true;
+    const d = ObjectGetOwnPropertyDescriptor(obj, SymbolIsConcatSpreadable);
+    if (d === undefined) continue;
+    if (!ObjectPrototypeHasOwnProperty(d, "value")) return true;
+    if (d.value !== undefined) return !!d.value;
+    break;
+  }
+  return ArrayIsArray(o);
 }
 
 // For each guarded method, the number of indices a call would visit, or UNKNOWN to let it
@@ -164,21 +190,24 @@ const work = {
     if (arg(args, 0) === undefined && len > SORT_LIMIT) throw refuseSort(len);
     return 0;
   },
+  // Only what is spread counts: `this` (as an object) and each argument.
   concat(self, args) {
     for (let i = 0; i < args.length; i++) {
-      if (ArrayIsArray(args[i])) {
+      if (spreads(args[i])) {
         const n = peekLength(args[i]);
         if (n > limit) throw refuse("concat", n);
       }
     }
-    return peekLength(self);
+    if (self === null || self === undefined) return 0; // the built-in throws its TypeError
+    const o = typeof self === "object" || typeof self === "function" ? self : Object(self);
+    return spreads(o) ? peekLength(o) : 0;
   },
   flat(self, args) {
     const len = peekLength(self);
     if (len > limit) return len;
     const d = arg(args, 0);
     const depth = d === undefined ? 1 : opaque(d) ? 1 : Number(d);
-    if (depth >= 1 && !isProxy(self)) checkNested(self, depth > 64 ? 64 : depth, "flat");
+    if (depth >= 1 && !isProxy(self)) checkNested(self, depth > 64 ? 64 : depth, "flat", new WeakMap());
     return len;
   },
   // `flatMap` flattens what its callback returns: each returned array is checked before the

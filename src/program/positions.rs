@@ -76,7 +76,10 @@ impl Program {
     ///   called the program's function (a timer's callback, an `export default` function),
     ///   and an array guard's (native, named as the built-in it guards, right below that
     ///   built-in's own frame: `at sort (native)` once for a guarded `sort`), as Node leaves
-    ///   out its internals' frames in the same places.
+    ///   out its internals' frames in the same places. The text cannot tell a guard's frame
+    ///   from a native function of the same name: one that calls itself at once (a
+    ///   `String.prototype.concat` reached again through `toString`) loses every second
+    ///   frame of the run, and a guard renamed by the program keeps its frame.
     ///
     /// `None` when nothing changes.
     pub(crate) fn stack_in_source(&self, text: &str, file: &str) -> Option<String> {

@@ -11,7 +11,8 @@
 //! where the built-in was before any program code runs. A call on a plain array (not a
 //! proxy) of at most `max_array_length` elements passes to the built-in at once; a sort
 //! without a comparator only up to [`MAX_SORT_LENGTH`] elements (no JavaScript runs between
-//! its comparisons); `concat` only when no argument is a longer or a proxied array. Reading
+//! its comparisons); `concat` only when every argument is a primitive or a plain array of
+//! at most `max_array_length` elements (any other object may be spread). Reading
 //! a plain array's `length` runs no program code (it is an own data property no program can
 //! redefine). Every other call (array-likes, proxies, long arrays, and every call of
 //! `flat`, `flatMap` and the typed arrays' `sort`) first goes through the prelude's
@@ -243,11 +244,13 @@ unsafe fn passes(
             Pass::Sort => {
                 args.first().is_some_and(|c| !qjs::JS_IsUndefined(*c)) || length <= MAX_SORT_LENGTH
             }
+            // An object that is not a plain array may be spread (`Symbol.isConcatSpreadable`):
+            // the checks read that without running program code.
             Pass::Concat => args.iter().all(|a| {
-                if qjs::JS_IsProxy(*a) {
-                    false
+                if qjs::JS_IsArray(*a) {
+                    array_length(ctx, *a) <= limit
                 } else {
-                    !qjs::JS_IsArray(*a) || array_length(ctx, *a) <= limit
+                    !qjs::JS_IsObject(*a)
                 }
             }),
             Pass::Never => false,

@@ -893,6 +893,42 @@ return { quiet, refused, seen };
     );
 }
 
+/// `concat` counts only what it spreads (ECMAScript's IsConcatSpreadable), and `flat`'s
+/// checks meet each nested array once however often it is held.
+#[tokio::test]
+async fn the_array_guards_count_what_concat_spreads_and_check_shared_arrays_once() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok(r#"
+const attempt = (f) => { try { return f() } catch (e) { return e.name + ": " + e.message } };
+const huge = { length: 2 ** 53 - 1 };
+const long = []; long.length = 2 ** 31; long[Symbol.isConcatSpreadable] = false;
+const self = []; self.push(self, self);
+const started = Date.now();
+const cyclic = attempt(() => self.flat(Infinity));
+return [
+  Array.prototype.concat.call(huge).length,
+  [1].concat(long).length,
+  [1].concat({ a: 1 }, "b", 2).length,
+  attempt(() => [].concat({ [Symbol.isConcatSpreadable]: true, length: 2 ** 40 })),
+  cyclic.slice(0, 10),
+  Date.now() - started < 2000,
+];
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!([
+            1,
+            2,
+            4,
+            "RangeError: concat() on a length of 1099511627776 is refused: no array that long fits in the sandbox's memory",
+            "RangeError",
+            true
+        ])
+    );
+}
+
 #[tokio::test]
 async fn console_works_and_runs_no_program_code_when_prototypes_and_json_are_tampered_with() {
     let h = Harness::new(fast_limits());
