@@ -459,31 +459,32 @@ pub fn run_code_tool(config: RunCodeConfig) -> Tool {
 /// folded per tool and status into entries with a `count` and their total `ms`.
 fn call_entries(calls: Vec<CallRecord>, listed: usize) -> Vec<CallEntry> {
     let mut list: Vec<CallEntry> = Vec::with_capacity(calls.len().min(listed) + 4);
-    let mut folded: Vec<CallEntry> = Vec::new();
+    // The folds by tool and status (records of one tool share its name, so the name is
+    // compared by pointer first), made into entries at the end.
+    let mut folded: Vec<(CallRecord, u64)> = Vec::new();
     for (i, c) in calls.into_iter().enumerate() {
         if i < listed {
             list.push(CallEntry {
-                tool: c.tool,
+                tool: String::from(&*c.tool),
                 status: c.status,
                 ms: c.ms,
                 count: None,
             });
-        } else if let Some(f) = folded
-            .iter_mut()
-            .find(|f| f.tool == c.tool && f.status == c.status)
-        {
+        } else if let Some((f, count)) = folded.iter_mut().find(|(f, _)| {
+            f.status == c.status && (Arc::ptr_eq(&f.tool, &c.tool) || f.tool == c.tool)
+        }) {
             f.ms += c.ms;
-            f.count = f.count.map(|n| n + 1);
+            *count += 1;
         } else {
-            folded.push(CallEntry {
-                tool: c.tool,
-                status: c.status,
-                ms: c.ms,
-                count: Some(1),
-            });
+            folded.push((c, 1));
         }
     }
-    list.extend(folded);
+    list.extend(folded.into_iter().map(|(f, count)| CallEntry {
+        tool: String::from(&*f.tool),
+        status: f.status,
+        ms: f.ms,
+        count: Some(count),
+    }));
     list
 }
 
@@ -680,5 +681,52 @@ pub fn render_text(value: &Value) -> String {
     match RunCodeOutput::deserialize(value) {
         Ok(output) => output.render_text(),
         Err(_) => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(tool: &Arc<str>, status: CallStatus, ms: u64) -> CallRecord {
+        CallRecord {
+            tool: tool.clone(),
+            status,
+            ms,
+        }
+    }
+
+    /// The first `listed` calls one by one; after them, one entry per tool and status, in
+    /// the order each first came, with the count and total milliseconds of its calls (a
+    /// name equal to another but not shared is the same tool).
+    #[test]
+    fn calls_after_the_listed_ones_fold_per_tool_and_status() {
+        let (a, b) = (Arc::<str>::from("a"), Arc::<str>::from("b"));
+        let a_again = Arc::<str>::from("a");
+        let calls = vec![
+            record(&a, CallStatus::Ok, 1),
+            record(&b, CallStatus::Error, 2),
+            record(&a, CallStatus::Ok, 3),
+            record(&b, CallStatus::Ok, 4),
+            record(&a_again, CallStatus::Ok, 5),
+            record(&a, CallStatus::Error, 6),
+            record(&b, CallStatus::Ok, 7),
+        ];
+        let entries = call_entries(calls, 2);
+        let shown: Vec<(&str, CallStatus, u64, Option<u64>)> = entries
+            .iter()
+            .map(|e| (e.tool.as_str(), e.status, e.ms, e.count))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("a", CallStatus::Ok, 1, None),
+                ("b", CallStatus::Error, 2, None),
+                ("a", CallStatus::Ok, 8, Some(2)),
+                ("b", CallStatus::Ok, 11, Some(2)),
+                ("a", CallStatus::Error, 6, Some(1)),
+            ]
+        );
+        assert!(call_entries(Vec::new(), 2).is_empty());
     }
 }

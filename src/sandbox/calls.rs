@@ -385,11 +385,7 @@ impl Calls {
             .iter()
             .filter_map(|call| match call.state {
                 CallState::Done { status, ms } => Some(CallRecord {
-                    tool: self
-                        .tools
-                        .get(call.tool)
-                        .map(|t| t.to_string())
-                        .unwrap_or_default(),
+                    tool: self.tools.get(call.tool).cloned().unwrap_or_default(),
                     status,
                     ms,
                 }),

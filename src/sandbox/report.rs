@@ -200,10 +200,11 @@ pub enum CallStatus {
 }
 
 /// One tool call a program made that reached a tool: `{"tool", "status", "ms"}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallRecord {
-    /// The tool's name.
-    pub tool: String,
+    /// The tool's name (shared by every record of that tool: a run of many calls makes no
+    /// string per call).
+    pub tool: std::sync::Arc<str>,
     /// How it ended.
     pub status: CallStatus,
     /// Milliseconds from its start to its end.
