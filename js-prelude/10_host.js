@@ -4,11 +4,14 @@
 //     the tool's name (enumerable) and its alias (not enumerable), neither writable nor
 //     configurable
 //   unknownTool(name) -> message naming the available tools
-//   searchTools(query, limit) -> [{name, description}, ...]; describeTools(names) ->
-//     the declarations of those tools (throws for a name that is no tool)
 //   log(level, text)
-//   loadInspect(primordials) -> { formatArgs, inspect } (31_inspect.js)
-//   loadArrayChecks(primordials) -> check(name, self, args) (36_array_checks.js)
+//   load(module, primordials) -> what a module loaded on first use gives, the first time
+//     it is needed: "discovery" -> { search, describe } (22_discovery.js, with the host's
+//     searchTools(query, limit) -> [{name, description}, ...] and describeTools(names) ->
+//     the declarations of those tools, which throws for a name that is no tool);
+//     "inspect" -> { formatArgs, inspect } (31_inspect.js); "arrayChecks" ->
+//     check(name, self, args) (36_array_checks.js); "journalClock" -> undefined
+//     (41_journal_clock.js)
 //   setTimer(id, milliseconds), clearTimer(id)
 //   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
 //     that may pause; random() -> the next Math.random value of such a run
@@ -26,10 +29,8 @@
 internals.host = ObjectFreeze({
   tools: host.tools,
   unknownTool: host.unknownTool,
-  searchTools: host.searchTools,
-  describeTools: host.describeTools,
   log: host.log,
-  loadInspect: host.loadInspect,
+  load: host.load,
   setTimer: host.setTimer,
   clearTimer: host.clearTimer,
   clock: host.clock,

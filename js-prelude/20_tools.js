@@ -103,56 +103,27 @@ const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
 const tools = H.tools;
 ObjectSetPrototypeOf(tools, unknown);
 // Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
-// (the registry refuses them), not enumerable, and make no call. Their inputs are checked
-// here, before the host copies anything: a query's length (in UTF-16 code units, as
-// JavaScript counts it) at most 1 000, a name's at most 256 (a tool name has at most 128
-// characters, each at most 2 units), at most 500 names.
-const MAX_QUERY = 1000;
-const MAX_NAME = 256;
-const MAX_NAMES = 500;
+// (the registry refuses them), not enumerable, and make no call. Their code (22_discovery.js)
+// loads the first time either is called.
+let discovery;
+function discover() {
+  if (discovery === undefined) {
+    discovery = H.load("discovery", {
+      __proto__: null,
+      Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
+      ArrayIsArray,
+    });
+  }
+  return discovery;
+}
 ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
-    try {
-      if (typeof query !== "string") throw new Error("expected the query as a string of words");
-      if (query.length > MAX_QUERY) throw new Error("a query's length is at most " + MAX_QUERY);
-      let most = 0;
-      if (limit !== undefined) {
-        if (typeof limit !== "number" || !(limit >= 1)) {
-          throw new Error("limit: expected a number of results, 1 or more (at most 50 are given)");
-        }
-        most = limit;
-      }
-      return PromiseResolve(H.searchTools(query, most));
-    } catch (e) {
-      return PromiseReject(new ToolCallError("$search", messageOf(e)));
-    }
+    return discover().search(query, limit);
   },
 });
 ObjectDefineProperty(tools, "$describe", {
   value: function $describe(names) {
-    try {
-      // Own data properties, so no setter of Array.prototype sees or changes them.
-      const list = [];
-      const add = (i, name) => {
-        if (typeof name !== "string") {
-          throw new Error("expected a tool name (a string) or an array of tool names");
-        }
-        if (name.length > MAX_NAME) {
-          throw new Error("no tool has a name of length " + name.length + ": tool names have at most 128 characters");
-        }
-        ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
-      };
-      if (ArrayIsArray(names)) {
-        const n = names.length;
-        if (!(n <= MAX_NAMES)) throw new Error("describe at most " + MAX_NAMES + " tools at once");
-        for (let i = 0; i < n; i++) add(i, names[i]);
-      } else {
-        add(0, names);
-      }
-      return PromiseResolve(H.describeTools(list));
-    } catch (e) {
-      return PromiseReject(new ToolCallError("$describe", messageOf(e)));
-    }
+    return discover().describe(names);
   },
 });
 ObjectFreeze(tools);

@@ -7,7 +7,7 @@ const H = internals.host;
 
 let formatter;
 function format() {
-  if (formatter === undefined) formatter = H.loadInspect(inspectPrimordials());
+  if (formatter === undefined) formatter = H.load("inspect", inspectPrimordials());
   return formatter;
 }
 

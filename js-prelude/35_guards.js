@@ -12,14 +12,14 @@
 const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
 const SORT_LIMIT = host.maxSortLength;
-const loadArrayChecks = host.loadArrayChecks;
+const load = host.load;
 const SymbolIsConcatSpreadable = Symbol.isConcatSpreadable;
 // `check(name, self, args)`, once loaded.
 let check;
 
 internals.checkArrayCall = function checkArrayCall(name, self, args) {
   if (check === undefined) {
-    check = loadArrayChecks({
+    check = load("arrayChecks", {
       __proto__: null,
       isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
       ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,

@@ -63,41 +63,6 @@ internals.fireTimer = function fireTimer(id) {
 // says which, before the program runs.
 let journaled = false;
 
-// Puts the host's clock and random numbers in front of the engine's (a journaled run only).
-function journalClock() {
-  const NativeDate = Date;
-  const dateNow = () => MathFloor(H.clock());
-  const methods = {
-    now() {
-      return dateNow();
-    },
-    random() {
-      return H.random();
-    },
-  };
-  const method = (target, name, value) => {
-    ObjectDefineProperty(target, name, { value, writable: true, enumerable: false, configurable: true });
-  };
-  method(NativeDate, "now", methods.now);
-  method(Math, "random", methods.random);
-  // `new Date()` and `Date()` read the clock inside the engine: a proxy gives them the
-  // run's clock and passes every other use (arguments, subclasses, properties) to Date
-  // itself.
-  // The handler has no prototype: a trap is only what is named here, never a `get` or
-  // `apply` a program put on `Object.prototype`.
-  const DateProxy = new Proxy(NativeDate, {
-    __proto__: null,
-    construct(target, args, newTarget) {
-      return ReflectConstruct(target, args.length === 0 ? [dateNow()] : args, newTarget);
-    },
-    apply() {
-      return DatePrototypeToString(new NativeDate(dateNow()));
-    },
-  });
-  method(NativeDate.prototype, "constructor", DateProxy);
-  method(globalThis, "Date", DateProxy);
-}
-
 // `performance`: the engine's own counts from when the engine was built, which for a warm
 // engine is long before its run (and would tell the program how long the host was idle).
 // This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
@@ -123,7 +88,14 @@ ObjectDefineProperty(globalThis, "performance", {
 });
 internals.startClock = function startClock(isJournaled) {
   journaled = isJournaled === true;
-  if (journaled) journalClock();
+  if (journaled) {
+    // 41_journal_clock.js puts the host's clock and random numbers in front of the engine's.
+    H.load("journalClock", {
+      __proto__: null,
+      Date, Math, Proxy, global: globalThis, clock: H.clock, random: H.random, MathFloor,
+      ObjectDefineProperty, ReflectConstruct, DatePrototypeToString,
+    });
+  }
   origin = journaled ? H.clock() : nativeNow();
   ObjectDefineProperty(performance, "timeOrigin", {
     value: journaled ? origin : DateNow(),

@@ -15,7 +15,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
-    let [prelude, inspect, array_checks] = if native {
+    let [prelude, inspect, array_checks, discovery, journal_clock] = if native {
         compile_prelude().unwrap_or_else(|e| {
             println!("cargo:warning=the prelude could not be compiled at build time ({e}); it will be compiled at run time");
             Default::default()
@@ -26,4 +26,6 @@ fn main() {
     std::fs::write(out.join("prelude.bc"), prelude).expect("writing prelude.bc");
     std::fs::write(out.join("inspect.bc"), inspect).expect("writing inspect.bc");
     std::fs::write(out.join("array_checks.bc"), array_checks).expect("writing array_checks.bc");
+    std::fs::write(out.join("discovery.bc"), discovery).expect("writing discovery.bc");
+    std::fs::write(out.join("journal_clock.bc"), journal_clock).expect("writing journal_clock.bc");
 }

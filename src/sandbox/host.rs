@@ -31,18 +31,15 @@ pub(super) struct Host<'js> {
     tools: Object<'js>,
     /// `unknownTool(name)` → the message naming the available tools.
     unknown_tool: Function<'js>,
-    /// `searchTools(query, limit)` → `[{name, description}, …]` (see
-    /// [`crate::discovery::search`]).
-    search_tools: Function<'js>,
-    /// `describeTools(names)` → the declarations of those tools; throws when one is no
-    /// tool (see [`crate::discovery::describe`]).
-    describe_tools: Function<'js>,
     /// `log(level, text)`: one console line.
     log: Function<'js>,
-    /// `loadInspect(primordials)` → `{ formatArgs, inspect }` (31_inspect.js).
-    load_inspect: Function<'js>,
-    /// `loadArrayChecks(primordials)` → `check(name, self, args)` (36_array_checks.js).
-    load_array_checks: Function<'js>,
+    /// `load(module, primordials)`: loads a module of the prelude that runs only when a run
+    /// first needs it, and returns what it gives: `"discovery"` → `{ search, describe }`
+    /// (22_discovery.js, given the host's `searchTools` and `describeTools`, made then: see
+    /// [`discovery_functions`]), `"inspect"` → `{ formatArgs, inspect }` (31_inspect.js),
+    /// `"arrayChecks"` → `check(name, self, args)` (36_array_checks.js), `"journalClock"`
+    /// → `undefined` (41_journal_clock.js). Throws for any other name.
+    load: Function<'js>,
     /// `setTimer(id, milliseconds)`.
     set_timer: Function<'js>,
     /// `clearTimer(id)`.
@@ -120,65 +117,31 @@ impl<'js> Host<'js> {
                 unknown_tool_in_program(&name, &names)
             })?;
 
-        let (search_state, search_bridge) = (state.clone(), bridge.clone());
-        let search_floor = floor.clone();
-        let search_tools = Function::new(
+        let (load_state, load_bridge, load_floor) = (state.clone(), bridge.clone(), floor.clone());
+        let load = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
-                  query: rquickjs::String<'js>,
-                  limit: f64|
+                  module: rquickjs::String<'js>,
+                  primordials: Object<'js>|
                   -> rquickjs::Result<Value<'js>> {
-                // The conversion of what it found can call `BigInt`.
-                search_floor.enter(&ctx)?;
-                let query = unicode(&ctx, &query, "the query")?;
-                let limit = if limit >= 1.0 {
-                    (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
-                } else {
-                    crate::discovery::DEFAULT_SEARCH_LIMIT
-                };
-                let found: Vec<serde_json::Value> = with_catalog(&search_state, |c| {
-                    c.search(&query, limit)
-                        .into_iter()
-                        .map(|t| serde_json::json!({"name": t.name, "description": t.tagged_description()}))
-                        .collect()
-                });
-                let slot = search_bridge.borrow();
-                let Some(b) = slot.as_ref() else {
-                    return Err(Exception::throw_message(&ctx, "the run has ended"));
-                };
-                json_to_js(&ctx, &b.prims, serde_json::Value::Array(found))
-            },
-        )?;
-        let (describe_state, describe_floor) = (state.clone(), floor.clone());
-        let describe_tools = Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>, names: Vec<rquickjs::String<'js>>| -> rquickjs::Result<String> {
-                // Rendering declarations recurses in Rust: not from the bottom of a recursion.
-                describe_floor.enter(&ctx)?;
-                let names = names
-                    .iter()
-                    .map(|n| unicode(&ctx, n, "a tool name"))
-                    .collect::<rquickjs::Result<Vec<String>>>()?;
-                with_catalog(&describe_state, |c| c.describe(&names))
-                    .map_err(|message| Exception::throw_message(&ctx, &message))
-            },
-        )?;
-
-        let inspect_floor = floor.clone();
-        let load_inspect = Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>, primordials: Object<'js>| {
-                inspect_floor.enter(&ctx)?;
-                prelude::load_inspect(&ctx, primordials)
-            },
-        )?;
-
-        let checks_floor = floor.clone();
-        let load_array_checks = Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>, primordials: Object<'js>| {
-                checks_floor.enter(&ctx)?;
-                prelude::load_array_checks(&ctx, primordials)
+                load_floor.enter(&ctx)?;
+                match module.to_string()?.as_str() {
+                    "discovery" => {
+                        let engine =
+                            discovery_functions(&ctx, &load_state, &load_bridge, &load_floor)?;
+                        prelude::load_discovery(&ctx, primordials, engine).map(Object::into_value)
+                    }
+                    "inspect" => prelude::load_inspect(&ctx, primordials).map(Object::into_value),
+                    "arrayChecks" => {
+                        prelude::load_array_checks(&ctx, primordials).map(Function::into_value)
+                    }
+                    "journalClock" => prelude::load_journal_clock(&ctx, primordials)
+                        .map(|()| Value::new_undefined(ctx.clone())),
+                    other => Err(Exception::throw_message(
+                        &ctx,
+                        &format!("the prelude has no module {other:?}"),
+                    )),
+                }
             },
         )?;
 
@@ -257,11 +220,8 @@ impl<'js> Host<'js> {
             program_stack,
             tools: tool_object,
             unknown_tool,
-            search_tools,
-            describe_tools,
             log,
-            load_inspect,
-            load_array_checks,
+            load,
             set_timer,
             clear_timer,
             clock,
@@ -275,10 +235,7 @@ impl<'js> Host<'js> {
         let host = Object::new(ctx.clone())?;
         host.set("tools", self.tools)?;
         host.set("unknownTool", self.unknown_tool)?;
-        host.set("searchTools", self.search_tools)?;
-        host.set("describeTools", self.describe_tools)?;
-        host.set("loadInspect", self.load_inspect)?;
-        host.set("loadArrayChecks", self.load_array_checks)?;
+        host.set("load", self.load)?;
         host.set("log", self.log)?;
         host.set("setTimer", self.set_timer)?;
         host.set("clearTimer", self.clear_timer)?;
@@ -290,6 +247,68 @@ impl<'js> Host<'js> {
         host.set("programStack", self.program_stack)?;
         Ok(host)
     }
+}
+
+/// The host's side of `tools.$search` and `tools.$describe`, made when the discovery module
+/// loads (a run that never calls them makes neither): an object without prototype holding
+/// `searchTools(query, limit)` → `[{name, description}, …]` (see
+/// [`crate::discovery::search`]) and `describeTools(names)` → the declarations of those
+/// tools, which throws when one is no tool (see [`crate::discovery::describe`]).
+fn discovery_functions<'js>(
+    ctx: &Ctx<'js>,
+    state: &Shared,
+    bridge: &BridgeSlot<'js>,
+    floor: &StackFloor,
+) -> rquickjs::Result<Object<'js>> {
+    let (search_state, search_bridge) = (state.clone(), bridge.clone());
+    let search_floor = floor.clone();
+    let search_tools = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>,
+              query: rquickjs::String<'js>,
+              limit: f64|
+              -> rquickjs::Result<Value<'js>> {
+            // The conversion of what it found can call `BigInt`.
+            search_floor.enter(&ctx)?;
+            let query = unicode(&ctx, &query, "the query")?;
+            let limit = if limit >= 1.0 {
+                (limit as usize).min(crate::discovery::MAX_SEARCH_LIMIT)
+            } else {
+                crate::discovery::DEFAULT_SEARCH_LIMIT
+            };
+            let found: Vec<serde_json::Value> = with_catalog(&search_state, |c| {
+                c.search(&query, limit)
+                        .into_iter()
+                        .map(|t| serde_json::json!({"name": t.name, "description": t.tagged_description()}))
+                        .collect()
+            });
+            let slot = search_bridge.borrow();
+            let Some(b) = slot.as_ref() else {
+                return Err(Exception::throw_message(&ctx, "the run has ended"));
+            };
+            json_to_js(&ctx, &b.prims, serde_json::Value::Array(found))
+        },
+    )?;
+    let (describe_state, describe_floor) = (state.clone(), floor.clone());
+    let describe_tools = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, names: Vec<rquickjs::String<'js>>| -> rquickjs::Result<String> {
+            // Rendering declarations recurses in Rust: not from the bottom of a recursion.
+            describe_floor.enter(&ctx)?;
+            let names = names
+                .iter()
+                .map(|n| unicode(&ctx, n, "a tool name"))
+                .collect::<rquickjs::Result<Vec<String>>>()?;
+            with_catalog(&describe_state, |c| c.describe(&names))
+                .map_err(|message| Exception::throw_message(&ctx, &message))
+        },
+    )?;
+
+    let engine = Object::new(ctx.clone())?;
+    engine.set_prototype(None)?;
+    engine.set("searchTools", search_tools)?;
+    engine.set("describeTools", describe_tools)?;
+    Ok(engine)
 }
 
 /// `text` as Rust text; a lone surrogate (which no tool name or word has) throws a message

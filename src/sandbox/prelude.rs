@@ -19,12 +19,16 @@ include!("prelude_source.rs");
 static BUILT_PRELUDE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.bc"));
 static BUILT_INSPECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/inspect.bc"));
 static BUILT_ARRAY_CHECKS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/array_checks.bc"));
+static BUILT_DISCOVERY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/discovery.bc"));
+static BUILT_JOURNAL_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/journal_clock.bc"));
 
-/// The prelude's bytecode: the prelude module and the two modules loaded on first use.
+/// The prelude's bytecode: the prelude module and the four modules loaded on first use.
 struct Compiled {
     prelude: &'static [u8],
     inspect: &'static [u8],
     array_checks: &'static [u8],
+    discovery: &'static [u8],
+    journal_clock: &'static [u8],
 }
 
 /// The bytecode of every prelude module: the build script's, or compiled on first use.
@@ -35,18 +39,24 @@ fn bytecode() -> Result<&'static Compiled, String> {
             if !BUILT_PRELUDE.is_empty()
                 && !BUILT_INSPECT.is_empty()
                 && !BUILT_ARRAY_CHECKS.is_empty()
+                && !BUILT_DISCOVERY.is_empty()
+                && !BUILT_JOURNAL_CLOCK.is_empty()
             {
                 return Ok(Compiled {
                     prelude: BUILT_PRELUDE,
                     inspect: BUILT_INSPECT,
                     array_checks: BUILT_ARRAY_CHECKS,
+                    discovery: BUILT_DISCOVERY,
+                    journal_clock: BUILT_JOURNAL_CLOCK,
                 });
             }
-            let [prelude, inspect, array_checks] = compile_prelude()?;
+            let [prelude, inspect, array_checks, discovery, journal_clock] = compile_prelude()?;
             Ok(Compiled {
                 prelude: prelude.leak(),
                 inspect: inspect.leak(),
                 array_checks: array_checks.leak(),
+                discovery: discovery.leak(),
+                journal_clock: journal_clock.leak(),
             })
         })
         .as_ref()
@@ -99,6 +109,31 @@ pub(crate) fn load_array_checks<'js>(
     let compiled = bytecode()
         .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
     run_module(ctx, compiled.array_checks)?.call((primordials,))
+}
+
+/// Loads the discovery module (22_discovery.js) with the primordials and prelude pieces `P`
+/// it reads and the host's `engine` functions (`searchTools`, `describeTools`). Returns its
+/// `{ search, describe }`, the bodies of `tools.$search` and `tools.$describe`.
+pub(crate) fn load_discovery<'js>(
+    ctx: &Ctx<'js>,
+    primordials: Object<'js>,
+    engine: Object<'js>,
+) -> rquickjs::Result<Object<'js>> {
+    let compiled = bytecode()
+        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
+    run_module(ctx, compiled.discovery)?.call((primordials, engine))
+}
+
+/// Loads the journal clock module (41_journal_clock.js) with the primordials `P` it reads
+/// (and the host's `clock` and `random`): a run that may pause reads its clock and random
+/// numbers from the host from then on.
+pub(crate) fn load_journal_clock<'js>(
+    ctx: &Ctx<'js>,
+    primordials: Object<'js>,
+) -> rquickjs::Result<()> {
+    let compiled = bytecode()
+        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
+    run_module(ctx, compiled.journal_clock)?.call((primordials,))
 }
 
 /// What a proxy stands for: the target of its target, and so on, until one is not a proxy
@@ -199,6 +234,8 @@ mod tests {
         let mut listed: Vec<String> = PRELUDE.iter().map(|(n, _)| (*n).to_owned()).collect();
         listed.push(super::INSPECT.0.to_owned());
         listed.push(super::ARRAY_CHECKS.0.to_owned());
+        listed.push(super::DISCOVERY.0.to_owned());
+        listed.push(super::JOURNAL_CLOCK.0.to_owned());
         listed.sort();
         assert_eq!(on_disk, listed);
     }
@@ -209,13 +246,16 @@ mod tests {
         assert!(!compiled.prelude.is_empty());
         assert!(!compiled.inspect.is_empty());
         assert!(!compiled.array_checks.is_empty());
+        assert!(!compiled.discovery.is_empty());
+        assert!(!compiled.journal_clock.is_empty());
     }
 
     /// The build script's bytecode is what this engine writes from the same sources: the
     /// loader may trust it as its own.
     #[test]
     fn the_built_bytecode_is_what_this_engine_compiles() {
-        let [prelude, inspect, array_checks] = super::compile_prelude().unwrap();
+        let [prelude, inspect, array_checks, discovery, journal_clock] =
+            super::compile_prelude().unwrap();
         assert!(
             !super::BUILT_PRELUDE.is_empty(),
             "the build script compiled the prelude"
@@ -223,5 +263,7 @@ mod tests {
         assert!(super::BUILT_PRELUDE == prelude.as_slice());
         assert!(super::BUILT_INSPECT == inspect.as_slice());
         assert!(super::BUILT_ARRAY_CHECKS == array_checks.as_slice());
+        assert!(super::BUILT_DISCOVERY == discovery.as_slice());
+        assert!(super::BUILT_JOURNAL_CLOCK == journal_clock.as_slice());
     }
 }

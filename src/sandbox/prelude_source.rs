@@ -43,6 +43,20 @@ pub(crate) const ARRAY_CHECKS: (&str, &str) = (
     include_str!("../../js-prelude/36_array_checks.js"),
 );
 
+/// Loaded on first use (see `load_discovery`): (name, source), the body of
+/// `function (P, engine) { … }`.
+pub(crate) const DISCOVERY: (&str, &str) = (
+    "22_discovery.js",
+    include_str!("../../js-prelude/22_discovery.js"),
+);
+
+/// Loaded by a run that may pause (see `load_journal_clock`): (name, source), the body of
+/// `function (P) { … }`.
+pub(crate) const JOURNAL_CLOCK: (&str, &str) = (
+    "41_journal_clock.js",
+    include_str!("../../js-prelude/41_journal_clock.js"),
+);
+
 fn module_name(file: &str) -> String {
     format!("codemode:prelude/{file}")
 }
@@ -69,9 +83,10 @@ fn prelude_module() -> String {
     out
 }
 
-/// The bytecode of the prelude module, the inspect module and the array checks module, in
-/// that order, compiled by a fresh engine (sources and debug information stripped).
-fn compile_prelude() -> Result<[Vec<u8>; 3], String> {
+/// The bytecode of the prelude module, the inspect module, the array checks module, the
+/// discovery module and the journal clock module, in that order, compiled by a fresh engine
+/// (sources and debug information stripped).
+fn compile_prelude() -> Result<[Vec<u8>; 5], String> {
     let rt = rquickjs::Runtime::new().map_err(|e| e.to_string())?;
     let ctx = rquickjs::Context::full(&rt).map_err(|e| e.to_string())?;
     ctx.with(|ctx| {
@@ -95,6 +110,14 @@ fn compile_prelude() -> Result<[Vec<u8>; 3], String> {
             ARRAY_CHECKS.0,
             format!("export default function (P) {{{}\n}}", ARRAY_CHECKS.1),
         )?;
-        Ok([prelude, inspect, array_checks])
+        let discovery = compile(
+            DISCOVERY.0,
+            format!("export default function (P, engine) {{{}\n}}", DISCOVERY.1),
+        )?;
+        let journal_clock = compile(
+            JOURNAL_CLOCK.0,
+            format!("export default function (P) {{{}\n}}", JOURNAL_CLOCK.1),
+        )?;
+        Ok([prelude, inspect, array_checks, discovery, journal_clock])
     })
 }

@@ -428,6 +428,36 @@ async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
         "#)
         .await;
     assert_eq!(v, json!([1, true]));
+    // The discovery functions load at their first call: built-ins a program replaced
+    // before it do not reach them either.
+    let v = h
+        .ok(r#"
+            const isArray = Array.isArray;
+            Error = function () { return { message: "tampered Error" }; };
+            Array.isArray = () => false;
+            Object.defineProperty = () => { throw new TypeError("tampered defineProperty"); };
+            Promise.resolve = () => "tampered resolve";
+            Promise.reject = () => "tampered reject";
+            const d = await tools.$describe(["grep"]);
+            let refused;
+            try { await tools.$search(42); } catch (e) { refused = [e.name, e.toolName, e.message]; }
+            const found = await tools.$search("regular expression", 1);
+            return [d.includes("grep: {"), refused, isArray(found), found.length];
+        "#)
+        .await;
+    assert_eq!(
+        v,
+        json!([
+            true,
+            [
+                "ToolCallError",
+                "$search",
+                "expected the query as a string of words"
+            ],
+            true,
+            1
+        ])
+    );
 }
 
 #[test]

@@ -1,0 +1,62 @@
+// `tools.$search(query, limit?)` and `tools.$describe(names)` (see "Many tools" in the
+// README), loaded the first time either is called (20_tools.js defines both, and calls
+// these): the body of `function (P, engine) { … }`, which returns `{ search, describe }`.
+// `P` holds the primordials and the prelude's own pieces used here; `engine` the host's
+// `searchTools(query, limit)` and `describeTools(names)`, made when this loads.
+//
+// The inputs are checked here, before the host copies anything: a query's length (in
+// UTF-16 code units, as JavaScript counts it) at most 1 000, a name's at most 256 (a tool
+// name has at most 128 characters, each at most 2 units), at most 500 names. Neither makes
+// a call; a failure is a promise rejected with a `ToolCallError`.
+"use strict";
+
+const { Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty, ArrayIsArray } = P;
+const { searchTools, describeTools } = engine;
+const MAX_QUERY = 1000;
+const MAX_NAME = 256;
+const MAX_NAMES = 500;
+
+function search(query, limit) {
+  try {
+    if (typeof query !== "string") throw new Error("expected the query as a string of words");
+    if (query.length > MAX_QUERY) throw new Error("a query's length is at most " + MAX_QUERY);
+    let most = 0;
+    if (limit !== undefined) {
+      if (typeof limit !== "number" || !(limit >= 1)) {
+        throw new Error("limit: expected a number of results, 1 or more (at most 50 are given)");
+      }
+      most = limit;
+    }
+    return PromiseResolve(searchTools(query, most));
+  } catch (e) {
+    return PromiseReject(new ToolCallError("$search", messageOf(e)));
+  }
+}
+
+function describe(names) {
+  try {
+    // Own data properties, so no setter of Array.prototype sees or changes them.
+    const list = [];
+    const add = (i, name) => {
+      if (typeof name !== "string") {
+        throw new Error("expected a tool name (a string) or an array of tool names");
+      }
+      if (name.length > MAX_NAME) {
+        throw new Error("no tool has a name of length " + name.length + ": tool names have at most 128 characters");
+      }
+      ObjectDefineProperty(list, i, { __proto__: null, value: name, writable: true, enumerable: true, configurable: true });
+    };
+    if (ArrayIsArray(names)) {
+      const n = names.length;
+      if (!(n <= MAX_NAMES)) throw new Error("describe at most " + MAX_NAMES + " tools at once");
+      for (let i = 0; i < n; i++) add(i, names[i]);
+    } else {
+      add(0, names);
+    }
+    return PromiseResolve(describeTools(list));
+  } catch (e) {
+    return PromiseReject(new ToolCallError("$describe", messageOf(e)));
+  }
+}
+
+return { __proto__: null, search, describe };
