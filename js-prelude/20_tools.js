@@ -116,14 +116,26 @@ function discover() {
   }
   return discovery;
 }
+// A module that cannot load (at the bottom of a deep recursion, say) rejects the call, as
+// a failure inside it would.
 ObjectDefineProperty(tools, "$search", {
   value: function $search(query, limit) {
-    return discover().search(query, limit);
+    try {
+      discover();
+    } catch (e) {
+      return PromiseReject(new ToolCallError("$search", messageOf(e)));
+    }
+    return discovery.search(query, limit);
   },
 });
 ObjectDefineProperty(tools, "$describe", {
   value: function $describe(names) {
-    return discover().describe(names);
+    try {
+      discover();
+    } catch (e) {
+      return PromiseReject(new ToolCallError("$describe", messageOf(e)));
+    }
+    return discovery.describe(names);
   },
 });
 ObjectFreeze(tools);

@@ -306,7 +306,7 @@ fn leaves_no_code(item: &ModuleItem) -> bool {
 }
 
 /// Why a program cannot use `what` (`import`, `import()`, `import.meta`).
-pub(super) fn import_not_available(what: &str) -> String {
+pub(crate) fn import_not_available(what: &str) -> String {
     format!(
         "`{what}` is not available: a program runs alone, without modules; call tools through `tools.<name>(args)`"
     )

@@ -37,6 +37,7 @@ use swc_ecma_ast::Module;
 pub(crate) use self::awaits::AwaitSite;
 pub(crate) use self::fences::unfence;
 use self::fences::without_hashbang;
+pub(crate) use self::forms::import_not_available;
 use self::forms::{EditKind, plan_edits};
 use self::parse::parse;
 pub(crate) use self::parse::with_parse_stack;

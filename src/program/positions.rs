@@ -72,8 +72,9 @@ impl Program {
     ///   engine's line 0) keeps only `(FILE)`. Only a frame's parenthesised position, at the
     ///   end of its line, is read: a function's name that looks like one is left alone;
     /// - the sandbox's own frames left out: the prelude's (its bytecode has no file, so the
-    ///   engine writes `(<null>:0:1)`), the `apply` or `call` through which the prelude
-    ///   called the program's function (a timer's callback, an `export default` function),
+    ///   engine writes `(<null>:0:1)`), the `apply`, `call` or `construct` through which
+    ///   the prelude called the program's function (a timer's callback, an `export default`
+    ///   function) or a built-in (the recorded clock's `Date` of a run that may pause),
     ///   and an array guard's (native, named as the built-in it guards, right below that
     ///   built-in's own frame: `at sort (native)` once for a guarded `sort`), as Node leaves
     ///   out its internals' frames in the same places. The text cannot tell a guard's frame
@@ -87,8 +88,8 @@ impl Program {
         let mut index = None;
         let mut out = String::with_capacity(text.len());
         let mut changed = false;
-        // A native `apply` or `call` frame, written only when the frame after it is not
-        // the prelude's.
+        // A native `apply`, `call` or `construct` frame, written only when the frame after
+        // it is not the prelude's.
         let mut held: Option<&str> = None;
         // A guarded built-in's frame just written: the same line next is its guard's.
         let mut guarded: Option<&str> = None;
@@ -119,7 +120,10 @@ impl Program {
             {
                 guarded = Some(frame);
             }
-            if matches!(frame.trim_start(), "at apply (native)" | "at call (native)") {
+            if matches!(
+                frame.trim_start(),
+                "at apply (native)" | "at call (native)" | "at construct (native)"
+            ) {
                 held = Some(line);
                 continue;
             }
@@ -315,6 +319,15 @@ mod tests {
                 "program.js"
             ),
             None
+        );
+        // The `Reflect.construct` the recorded clock's `Date` calls goes with the prelude's
+        // frame; the program's own stays.
+        let constructed = format!(
+            "    at valueOf (program.js:3:{null})\n    at Date (native)\n    at construct (native)\n    at construct (<null>:0:1)\n    at make (program.js:3:{null})\n    at construct (native)\n    at g (program.js:3:{null})\n"
+        );
+        assert_eq!(
+            p.stack_in_source(&constructed, "program.js").unwrap(),
+            "    at valueOf (program.js:2:1)\n    at Date (native)\n    at make (program.js:2:1)\n    at construct (native)\n    at g (program.js:2:1)\n"
         );
     }
 

@@ -60,6 +60,7 @@ impl Engine {
         runtime
             .set_host_promise_rejection_tracker(Some(Box::new(report_rejection)))
             .await;
+        runtime.set_loader(NoModules, NoModules).await;
         let context = AsyncContext::full(&runtime).await.map_err(failed)?;
         Ok(Engine { runtime, context })
     }
@@ -78,6 +79,42 @@ impl Engine {
     /// `teardown` says.
     pub(super) fn reap(self, held: usize, teardown: Teardown) {
         reaper::reap(self.context, self.runtime, held, teardown);
+    }
+}
+
+/// The engine's module resolver and loader: refuses every module. A program runs alone; its
+/// text may not `import` (see `program::prepare`), and this also refuses an `import()` in
+/// code it evaluates (`(0, eval)("import('x')")`), whatever the name, including the names
+/// the prelude's own modules were loaded under (the engine would otherwise hand those out).
+struct NoModules;
+
+impl rquickjs::loader::Resolver for NoModules {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        Err(rquickjs::Error::new_resolving_message(
+            base,
+            name,
+            crate::program::import_not_available("import()"),
+        ))
+    }
+}
+
+impl rquickjs::loader::Loader for NoModules {
+    fn load<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<rquickjs::Module<'js, rquickjs::module::Declared>> {
+        Err(rquickjs::Error::new_loading_message(
+            name,
+            crate::program::import_not_available("import()"),
+        ))
     }
 }
 

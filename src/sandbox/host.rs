@@ -300,7 +300,7 @@ fn discovery_functions<'js>(
                 .map(|n| unicode(&ctx, n, "a tool name"))
                 .collect::<rquickjs::Result<Vec<String>>>()?;
             with_catalog(&describe_state, |c| c.describe(&names))
-                .map_err(|message| Exception::throw_message(&ctx, &message))
+                .map_err(|message| throw_text(&ctx, &message))
         },
     )?;
 
@@ -312,18 +312,28 @@ fn discovery_functions<'js>(
 }
 
 /// `text` as Rust text; a lone surrogate (which no tool name or word has) throws a message
-/// naming `what`.
+/// naming `what` (see [`throw_text`]).
 fn unicode<'js>(
     ctx: &Ctx<'js>,
     text: &rquickjs::String<'js>,
     what: &str,
 ) -> rquickjs::Result<String> {
     text.to_string().map_err(|_| {
-        Exception::throw_message(
+        throw_text(
             ctx,
             &format!("{what} is not valid Unicode (it has a lone surrogate)"),
         )
     })
+}
+
+/// Throws `message` as a string, which the discovery module makes the `ToolCallError`'s
+/// message: an `Error` would get its message by assignment, which a program that froze
+/// `Error.prototype` or put a `message` accessor on it could refuse or read.
+fn throw_text(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
+    match rquickjs::String::from_str(ctx.clone(), message) {
+        Ok(text) => ctx.throw(text.into_value()),
+        Err(e) => e,
+    }
 }
 
 /// Runs `f` on the run's catalog: the declarations of the tools it sees (those registered

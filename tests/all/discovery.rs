@@ -458,6 +458,31 @@ async fn discovery_refuses_costly_or_tampered_input_with_clear_errors() {
             1
         ])
     );
+    // The host's own refusals (an unknown name, a lone surrogate) keep their text when a
+    // program froze `Error.prototype` or put a `message` accessor on it.
+    for tamper in [
+        "Object.freeze(Error.prototype);",
+        r#"Object.defineProperty(Error.prototype, "message", {get() { return "program's text"; }, set(v) {}, configurable: true});"#,
+    ] {
+        let v = h
+            .ok(&format!(
+                r#"{tamper}
+            const out = [];
+            for (const call of [() => tools.$describe("nope"), () => tools.$search("read \uD800")]) {{
+              try {{ await call(); out.push("resolved"); }} catch (e) {{ out.push(e.toolName + ": " + e.message); }}
+            }}
+            return out;"#
+            ))
+            .await;
+        assert_eq!(
+            v,
+            json!([
+                "$describe: unknown tool \"nope\". Available tools: read_file, list_dir, glob, grep",
+                "$search: the query is not valid Unicode (it has a lone surrogate)"
+            ]),
+            "{tamper}"
+        );
+    }
 }
 
 #[test]

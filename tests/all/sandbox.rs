@@ -1176,3 +1176,37 @@ async fn a_warm_engine_run_can_be_cancelled() {
     // The next run is served as usual.
     assert_eq!(h.ok("return 2").await, json!(2));
 }
+
+/// Found by a hostile review: `import()` in code the program evaluates (where the check of
+/// its text cannot see it) is refused too, whatever it names; the names the prelude's own
+/// modules were loaded under included, which the engine would otherwise hand out.
+#[tokio::test]
+async fn import_in_evaluated_code_is_refused_whatever_it_names() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .ok(r#"
+console.log("the printer loads");
+const names = ["codemode:prelude/prelude.js", "codemode:prelude/31_inspect.js", "x", "./y.js"];
+const out = [];
+for (const name of names) {
+  try {
+    await (0, eval)(`import(${JSON.stringify(name)})`);
+    out.push("imported " + name);
+  } catch (e) {
+    out.push(String(e && e.message).includes("`import()` is not available") ? "refused" : "other: " + e);
+  }
+}
+try {
+  await new Function("return import('codemode:prelude/prelude.js')")();
+  out.push("imported through Function");
+} catch (e) {
+  out.push(String(e && e.message).includes("`import()` is not available") ? "refused" : "other: " + e);
+}
+return out;
+"#)
+        .await;
+    assert_eq!(
+        v,
+        json!(["refused", "refused", "refused", "refused", "refused"])
+    );
+}
