@@ -63,8 +63,15 @@ fn bytecode() -> Result<&'static Compiled, String> {
         .map_err(Clone::clone)
 }
 
-/// Loads one module from the prelude's bytecode and returns its default export.
-fn run_module<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
+/// Loads the module `pick` chooses from the prelude's bytecode and returns its default
+/// export.
+fn run_module<'js>(
+    ctx: &Ctx<'js>,
+    pick: fn(&Compiled) -> &'static [u8],
+) -> rquickjs::Result<Function<'js>> {
+    let compiled = bytecode()
+        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
+    let bytes = pick(compiled);
     #[expect(
         unsafe_code,
         reason = "rquickjs marks loading bytecode unsafe; these bytes were written by Module::write from the prelude sources, by this engine version"
@@ -89,15 +96,13 @@ pub(crate) fn load_inspect<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
 ) -> rquickjs::Result<Object<'js>> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
     // No prototype: an accessor a program put on `Object.prototype` under either name
     // neither sees nor replaces these functions.
     let engine = Object::new(ctx.clone())?;
     engine.set_prototype(None)?;
     engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
     engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
-    run_module(ctx, compiled.inspect)?.call((primordials, engine))
+    run_module(ctx, |c| c.inspect)?.call((primordials, engine))
 }
 
 /// Loads the array checks module (36_array_checks.js) with the primordials `P` it reads.
@@ -106,9 +111,7 @@ pub(crate) fn load_array_checks<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
 ) -> rquickjs::Result<Function<'js>> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    run_module(ctx, compiled.array_checks)?.call((primordials,))
+    run_module(ctx, |c| c.array_checks)?.call((primordials,))
 }
 
 /// Loads the discovery module (22_discovery.js) with the primordials and prelude pieces `P`
@@ -119,9 +122,7 @@ pub(crate) fn load_discovery<'js>(
     primordials: Object<'js>,
     engine: Object<'js>,
 ) -> rquickjs::Result<Object<'js>> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    run_module(ctx, compiled.discovery)?.call((primordials, engine))
+    run_module(ctx, |c| c.discovery)?.call((primordials, engine))
 }
 
 /// Loads the journal clock module (41_journal_clock.js) with the primordials `P` it reads
@@ -131,9 +132,7 @@ pub(crate) fn load_journal_clock<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
 ) -> rquickjs::Result<()> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    run_module(ctx, compiled.journal_clock)?.call((primordials,))
+    run_module(ctx, |c| c.journal_clock)?.call((primordials,))
 }
 
 /// What a proxy stands for: the target of its target, and so on, until one is not a proxy
@@ -211,10 +210,8 @@ fn kind_of(value: Value<'_>) -> &'static str {
 /// Runs every prelude module with the host object; returns the internals object the
 /// modules filled in.
 pub(crate) fn load<'js>(ctx: &Ctx<'js>, host: Object<'js>) -> rquickjs::Result<Object<'js>> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
     let internals = Object::new(ctx.clone())?;
-    run_module(ctx, compiled.prelude)?.call::<_, ()>((host, internals.clone()))?;
+    run_module(ctx, |c| c.prelude)?.call::<_, ()>((host, internals.clone()))?;
     Ok(internals)
 }
 
