@@ -3,16 +3,17 @@
 // `Array.prototype.map` changes nothing the prelude or the host relies on.
 //
 // This file is the top of the body of `function (host, internals) { ... }`, not a function
-// of its own: its constants are in scope in every later file (each of which runs in a
-// function inside it), so using one is a local read, and none costs a property on an
+// of its own: its constants are in scope in every later file (each of which is a block
+// inside it), so using one is a local read, and none costs a property on an
 // object. The two objects built from them are smaller: `internals.primordials` holds what
 // the host reads (src/sandbox/convert.rs and bridge.rs), and `inspectPrimordials()` builds
 // what the inspect module reads, when it loads.
 //
 // `uncurryThis(fn)` makes `fn(self, ...args)` from a method: a closure over `ReflectApply`,
 // not a bind, which costs more to make (it reads the `name` and `length` of what it binds
-// and builds a name). Methods only the inspect module calls are captured as they are, and
-// wrapped when it loads (a wrapper costs more than a read).
+// and builds a name). Methods only the inspect module calls are captured as they are, in
+// one list without names (`printerMethods`), and named and wrapped when it loads: every
+// name and wrapper here costs every run, and most runs never print.
 "use strict";
 
 const {
@@ -62,32 +63,30 @@ const enginePerformance = performance;
 const enginePerformanceNow = enginePerformance.now;
 const performanceNow = () => ReflectApply(enginePerformanceNow, enginePerformance, []);
 
-// Read only by the inspect module (wrapped when it loads, see `inspectPrimordials`).
+// Read only by the inspect module, which names them, in this order (`PRINTER_METHODS` in
+// 31_inspect.js), and wraps them when it loads. The regular expression accessors read its
+// internal slots (`RegExp.prototype.toString` would read `source` and `flags` with [[Get]],
+// which a program can redefine): `source`, then each flag's getter in the order of
+// ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4); one the engine lacks is undefined.
 const StringPrototype = String.prototype;
-const unbound = [
-  "ObjectPrototypeToString", ObjectPrototype.toString,
-  "ArrayPrototypePush", ArrayPrototype.push,
-  "ArrayPrototypeJoin", ArrayPrototype.join,
-  "StringPrototypeCharCodeAt", StringPrototype.charCodeAt,
-  "StringPrototypeStartsWith", StringPrototype.startsWith,
-  "StringPrototypePadStart", StringPrototype.padStart,
-  "StringPrototypeIncludes", StringPrototype.includes,
-  "StringPrototypeRepeat", StringPrototype.repeat,
-  "StringPrototypeValueOf", StringPrototype.valueOf,
-  "NumberPrototypeToString", Number.prototype.toString,
-  "NumberPrototypeValueOf", Number.prototype.valueOf,
-  "BooleanPrototypeValueOf", Boolean.prototype.valueOf,
-  "BigIntPrototypeToString", BigInt.prototype.toString,
-  "SymbolPrototypeToString", Symbol.prototype.toString,
-  "FunctionPrototypeToString", Function.prototype.toString,
-  "DatePrototypeGetTime", Date.prototype.getTime,
-  "DatePrototypeToISOString", Date.prototype.toISOString,
-  "MapPrototypeGetSize", getterOf(Map.prototype, "size"),
-  "SetPrototypeForEach", Set.prototype.forEach,
-  "SetPrototypeGetSize", getterOf(Set.prototype, "size"),
-  "ArrayBufferPrototypeGetByteLength", getterOf(ArrayBuffer.prototype, "byteLength"),
-  "TypedArrayPrototypeGetSymbolToStringTag", getterOf(TypedArrayPrototype, Symbol.toStringTag),
+const FunctionPrototypeToString = Function.prototype.toString;
+const RegExpPrototype = RegExp.prototype;
+const printerMethods = [
+  ObjectPrototype.toString, ArrayPrototype.push, ArrayPrototype.join,
+  StringPrototype.charCodeAt, StringPrototype.startsWith, StringPrototype.padStart,
+  StringPrototype.includes, StringPrototype.repeat, StringPrototype.valueOf,
+  Number.prototype.toString, Number.prototype.valueOf, Boolean.prototype.valueOf,
+  BigInt.prototype.toString, Symbol.prototype.toString, FunctionPrototypeToString,
+  Date.prototype.getTime, Date.prototype.toISOString, getterOf(Map.prototype, "size"),
+  Set.prototype.forEach, getterOf(Set.prototype, "size"),
+  getterOf(ArrayBuffer.prototype, "byteLength"), getterOf(TypedArrayPrototype, Symbol.toStringTag),
+  getterOf(RegExpPrototype, "source"), getterOf(RegExpPrototype, "hasIndices"),
+  getterOf(RegExpPrototype, "global"), getterOf(RegExpPrototype, "ignoreCase"),
+  getterOf(RegExpPrototype, "multiline"), getterOf(RegExpPrototype, "dotAll"),
+  getterOf(RegExpPrototype, "unicode"), getterOf(RegExpPrototype, "unicodeSets"),
+  getterOf(RegExpPrototype, "sticky"),
 ];
+
 // The engine's `stack` is an accessor on Error.prototype (native: it runs no program code).
 // Its text names positions in the code the engine runs, which is the program wrapped and
 // marked: the getter programs see puts them in the program's own lines and columns (the
@@ -116,93 +115,20 @@ const ErrorStackGetter = (() => {
   return getter;
 })();
 
-// Whether `fn` is a class: its source starts with the keyword `class`, then (past white
-// space and comments) a name, `extends` or `{`; a method named `class` has `(` there.
-// Calling a class is rejected. False for what cannot tell (a bound class, a proxy).
-const FunctionPrototypeToString = Function.prototype.toString;
-const StringPrototypeStartsWith = StringPrototype.startsWith;
-const StringPrototypeCharCodeAt = StringPrototype.charCodeAt;
-const StringPrototypeIndexOf = StringPrototype.indexOf;
-const isSpace = (c) =>
-  (c >= 0x09 && c <= 0x0d) || c === 0x20 || c === 0xa0 || c === 0x1680 ||
-  (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
-  c === 0x205f || c === 0x3000 || c === 0xfeff;
-const isClass = (fn) => {
-  let source;
-  try {
-    source = ReflectApply(FunctionPrototypeToString, fn, []);
-  } catch {
-    return false;
-  }
-  if (!ReflectApply(StringPrototypeStartsWith, source, ["class"])) return false;
-  const at = (i) => ReflectApply(StringPrototypeCharCodeAt, source, [i]);
-  let i = 5;
-  if (!(isSpace(at(i)) || at(i) === 0x2f || at(i) === 0x7b)) return false; // `classes`
-  for (;;) {
-    if (isSpace(at(i))) {
-      i++;
-    } else if (at(i) === 0x2f && at(i + 1) === 0x2a) { // /* … */
-      const end = ReflectApply(StringPrototypeIndexOf, source, ["*/", i + 2]);
-      if (end < 0) return false;
-      i = end + 2;
-    } else if (at(i) === 0x2f && at(i + 1) === 0x2f) { // // … line end
-      while (i < source.length && at(i) !== 0x0a && at(i) !== 0x0d && at(i) !== 0x2028 && at(i) !== 0x2029) i++;
-    } else {
-      return at(i) !== 0x28; // `(`: a method named `class`
-    }
-  }
-};
-
-// A regular expression's text from the engine's own accessors, which read its internal
-// slots: `RegExp.prototype.toString` would read `source` and `flags` with [[Get]], and
-// `flags` each flag, all of which a program can redefine on `RegExp.prototype`.
-const regExpSource = getterOf(RegExp.prototype, "source");
-// In the order of ECMAScript's `get RegExp.prototype.flags` (§22.2.6.4): each getter, then
-// its letter.
-const regExpFlags = [];
-const flagNames = ["hasIndices", "d", "global", "g", "ignoreCase", "i", "multiline", "m",
-  "dotAll", "s", "unicode", "u", "unicodeSets", "v", "sticky", "y"];
-for (let i = 0; i < flagNames.length; i += 2) {
-  const get = getterOf(RegExp.prototype, flagNames[i]);
-  if (typeof get === "function") {
-    regExpFlags[regExpFlags.length] = get;
-    regExpFlags[regExpFlags.length] = flagNames[i + 1];
-  }
-}
-// `/source/flags` of a regular expression; throws a TypeError for an object that is not one.
-const RegExpText = (re) => {
-  let flags = "";
-  for (let i = 0; i < regExpFlags.length; i += 2) {
-    if (ReflectApply(regExpFlags[i], re, [])) flags += regExpFlags[i + 1];
-  }
-  return "/" + ReflectApply(regExpSource, re, []) + "/" + flags;
-};
-
 // What the host reads (by name).
 internals.primordials = {
   __proto__: null,
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
-  ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, isClass,
-  ArrayIsArray, ObjectGetPrototypeOf, ErrorStackNative,
+  ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, ArrayIsArray,
+  ObjectGetPrototypeOf, ErrorStackNative, FunctionPrototypeToString,
 };
 
 // What the inspect module reads: a new object on each call (once per run).
-const inspectPrimordials = () => {
-  const P = {
-    __proto__: null,
-    ObjectCreate, ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols,
-    ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
-    ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, String, Number, Symbol,
-    TypeError, RangeError, StringPrototypeSlice, RegExp, RegExpText, MathMin, MathFloor,
-    ArrayBufferIsView, TypedArrayPrototypeGetLength, MapPrototypeForEach, ErrorStackGetter,
-    isClass,
-  };
-  for (let i = 0; i < unbound.length; i += 2) {
-    const method = unbound[i + 1];
-    ObjectDefineProperty(P, unbound[i], {
-      __proto__: null,
-      value: (self, ...args) => ReflectApply(method, self, args),
-    });
-  }
-  return P;
-};
+const inspectPrimordials = () => ({
+  __proto__: null,
+  ObjectCreate, ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols,
+  ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
+  ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, String, Number, Symbol,
+  TypeError, RangeError, StringPrototypeSlice, RegExp, MathMin, MathFloor, ArrayBufferIsView,
+  TypedArrayPrototypeGetLength, MapPrototypeForEach, ErrorStackGetter, printerMethods,
+});

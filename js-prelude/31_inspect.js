@@ -20,18 +20,53 @@
 // program can replace.
 "use strict";
 
+// The methods 00_primordials.js captured for this module (`printerMethods`), in its order,
+// each made `method(self, ...args)` here; then the RegExp accessors (`source`, and each
+// flag's getter in the order of ECMAScript's `get RegExp.prototype.flags`, §22.2.6.4).
+const PRINTER_METHODS = [
+  "ObjectPrototypeToString", "ArrayPrototypePush", "ArrayPrototypeJoin",
+  "StringPrototypeCharCodeAt", "StringPrototypeStartsWith", "StringPrototypePadStart",
+  "StringPrototypeIncludes", "StringPrototypeRepeat", "StringPrototypeValueOf",
+  "NumberPrototypeToString", "NumberPrototypeValueOf", "BooleanPrototypeValueOf",
+  "BigIntPrototypeToString", "SymbolPrototypeToString", "FunctionPrototypeToString",
+  "DatePrototypeGetTime", "DatePrototypeToISOString", "MapPrototypeGetSize",
+  "SetPrototypeForEach", "SetPrototypeGetSize", "ArrayBufferPrototypeGetByteLength",
+  "TypedArrayPrototypeGetSymbolToStringTag",
+];
+const REGEXP_FLAGS = "dgimsuvy";
+const methods = P.printerMethods;
+if (methods.length !== PRINTER_METHODS.length + 1 + REGEXP_FLAGS.length) {
+  throw new P.TypeError("the prelude's printerMethods do not match PRINTER_METHODS");
+}
+for (let i = 0; i < PRINTER_METHODS.length; i++) {
+  const method = methods[i];
+  P[PRINTER_METHODS[i]] = (self, ...args) => ReflectApply(method, self, args);
+}
+
 const {
   ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols, ObjectGetOwnPropertyDescriptor,
   ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectCreate, ReflectApply,
   ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, 
   StringPrototypeSlice, StringPrototypeRepeat, StringPrototypeIncludes, SymbolPrototypeToString,
-  FunctionPrototypeToString, RegExpText,
+  FunctionPrototypeToString,
   DatePrototypeGetTime, DatePrototypeToISOString, MapPrototypeForEach, MapPrototypeGetSize,
   SetPrototypeForEach, SetPrototypeGetSize, ArrayBufferIsView, ArrayBufferPrototypeGetByteLength,
   TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, NumberPrototypeToString,
   BigIntPrototypeToString, RegExp, MathMin, Number,
 } = P;
 const StringPrototypePadStart = P.StringPrototypePadStart;
+
+// `/source/flags` of a regular expression, from the engine's accessors; throws a TypeError
+// for an object that is not one.
+const regExpSource = methods[PRINTER_METHODS.length];
+function RegExpText(re) {
+  let flags = "";
+  for (let i = 0; i < REGEXP_FLAGS.length; i++) {
+    const get = methods[PRINTER_METHODS.length + 1 + i];
+    if (typeof get === "function" && ReflectApply(get, re, [])) flags += REGEXP_FLAGS[i];
+  }
+  return "/" + ReflectApply(regExpSource, re, []) + "/" + flags;
+}
 
 const MAX_DEPTH = 2;
 const MAX_ARRAY_ITEMS = 100;
@@ -214,7 +249,7 @@ function functionLabel(fn) {
   let name = ownValue(fn, "name");
   if (typeof name !== "string") name = "";
   const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
-  if (P.isClass(fn)) return "[class " + (name || "(anonymous)") + "]";
+  if (engine.isClassSource(source)) return "[class " + (name || "(anonymous)") + "]";
   // `async` as a keyword, not the start of a name (`asyncData => …`).
   // Indexed only within the text (past its end a read would reach String.prototype).
   const next = source.length > 5 ? source[5] : undefined;

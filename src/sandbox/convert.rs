@@ -356,10 +356,12 @@ impl<'a, 'js> ToJson<'a, 'js> {
                 "{path}: a Symbol is not JSON"
             ))),
             Type::Function | Type::Constructor => {
-                let is_class: bool = self
-                    .prim
-                    .call_builtin(self.ctx, "isClass", (value,))
-                    .unwrap_or(false);
+                let source: Option<String> = self.prim.call_builtin(
+                    self.ctx,
+                    "FunctionPrototypeToString",
+                    (rquickjs::function::This(value),),
+                );
+                let is_class = source.is_some_and(|s| super::prelude::is_class_source(&s));
                 Err(ConvertError::Invalid(if is_class {
                     format!(
                         "{path}: a class is not JSON (pass plain data, such as the fields of an object made with `new`)"

@@ -593,7 +593,11 @@ impl Driver<'_> {
         .map_err(engine_error)?;
         let (main, program_state) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
-            js.internals.run_default.call((main, program_state.clone()))
+            Function::new(ctx.clone(), super::prelude::is_class_text).and_then(|is_class| {
+                js.internals
+                    .run_default
+                    .call((main, program_state.clone(), is_class))
+            })
         } else {
             main.call((program_state.clone(),))
         };

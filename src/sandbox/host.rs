@@ -377,8 +377,9 @@ pub(super) struct Internals<'js> {
     /// `reportUnhandled(main)` (90_lockdown.js): logs the rejections still unhandled,
     /// except the program's own promise `main`.
     pub(super) report_unhandled: Function<'js>,
-    /// `runDefault(main, state)` (90_lockdown.js): runs the program function with its
-    /// state, then, for `export default <fn>`, the exported function.
+    /// `runDefault(main, state, isClassSource)` (90_lockdown.js): runs the program function
+    /// with its state, then, for `export default <fn>`, the exported function (unless
+    /// `isClassSource` takes its source for a class's).
     pub(super) run_default: Function<'js>,
     /// `startClock(journaled)` (40_timers.js): `performance` counts from now (an engine may
     /// be built long before its run); `journaled`: the clock and `Math.random` come from the

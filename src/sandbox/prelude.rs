@@ -1,7 +1,7 @@
 //! The JavaScript installed into every sandbox before the program (`js-prelude/`), in
 //! order, as one ES module, `codemode:prelude/prelude.js`, whose default export is
 //! `function (host, internals) { … }`: the primordials (`00_primordials.js`) are the top of
-//! its body, in scope in every later file, and each later file runs in its own function.
+//! its body, in scope in every later file, and each later file runs in its own block.
 //!
 //! The modules are compiled to QuickJS bytecode at build time (`src/build.rs`, with the
 //! same engine version), or once per process where the build could not (the first run
@@ -90,8 +90,9 @@ fn run_module<'js>(
 /// Loads the inspect module (31_inspect.js) with the primordials `P` and the engine's own
 /// checks, which JavaScript cannot make without running program code (a proxy's traps, a
 /// `Symbol.toStringTag` getter, `Symbol.hasInstance`, or the stack trace hooks a thrown
-/// brand-check error would call): `{ proxyTarget(value), kindOf(value) }` (see
-/// [`proxy_target`] and [`kind_of`]). Returns the module's `{ formatArgs, inspect }`.
+/// brand-check error would call): `{ proxyTarget(value), kindOf(value),
+/// isClassSource(text) }` (see [`proxy_target`], [`kind_of`] and [`is_class_text`]).
+/// Returns the module's `{ formatArgs, inspect }`.
 pub(crate) fn load_inspect<'js>(
     ctx: &Ctx<'js>,
     primordials: Object<'js>,
@@ -102,6 +103,7 @@ pub(crate) fn load_inspect<'js>(
     engine.set_prototype(None)?;
     engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
     engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
+    engine.set("isClassSource", Function::new(ctx.clone(), is_class_text)?)?;
     run_module(ctx, |c| c.inspect)?.call((primordials, engine))
 }
 
@@ -207,6 +209,56 @@ fn kind_of(value: Value<'_>) -> &'static str {
     ""
 }
 
+/// Whether `text` is a string that [`is_class_source`] takes for a class's source.
+pub(crate) fn is_class_text(text: Value<'_>) -> bool {
+    text.as_string()
+        .and_then(|text| text.to_string().ok())
+        .is_some_and(|text| is_class_source(&text))
+}
+
+/// Whether `source`, what the original `Function.prototype.toString` gave for a function,
+/// is a class's: it starts with the keyword `class`, then, past white space and comments,
+/// a name, `extends` or `{` (a method named `class` has `(` there; `classes` is a name).
+/// White space and line terminators are ECMAScript's (§12.2, §12.3).
+pub(crate) fn is_class_source(source: &str) -> bool {
+    let Some(mut rest) = source.strip_prefix("class") else {
+        return false;
+    };
+    if !rest.starts_with(|c: char| is_js_space(c) || c == '/' || c == '{') {
+        return false;
+    }
+    loop {
+        if let Some(after) = rest.strip_prefix(is_js_space) {
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            let Some(end) = after.find("*/") else {
+                return false;
+            };
+            rest = &after[end + 2..];
+        } else if let Some(after) = rest.strip_prefix("//") {
+            rest =
+                after.trim_start_matches(|c| !matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}'));
+        } else {
+            return !rest.starts_with('(');
+        }
+    }
+}
+
+/// ECMAScript's white space and line terminators (§12.2, §12.3).
+fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
 /// Runs every prelude module with the host object; returns the internals object the
 /// modules filled in.
 pub(crate) fn load<'js>(ctx: &Ctx<'js>, host: Object<'js>) -> rquickjs::Result<Object<'js>> {
@@ -235,6 +287,33 @@ mod tests {
         listed.push(super::JOURNAL_CLOCK.0.to_owned());
         listed.sort();
         assert_eq!(on_disk, listed);
+    }
+
+    /// Sources `Function.prototype.toString` gives, and whether each is a class's.
+    #[test]
+    fn a_class_source_is_told_from_a_method_named_class_and_from_names_starting_with_it() {
+        for (source, is_class) in [
+            ("class A {}", true),
+            ("class{}", true),
+            ("class extends B {}", true),
+            ("class/* c */A {}", true),
+            ("class // line\n A {}", true),
+            ("class\u{2028}A {}", true),
+            ("class\u{feff}\u{3000}A {}", true),
+            ("class /* a */ /* b */ {}", true),
+            ("class", false),
+            ("class() { return 1 }", false),
+            ("class /* c */ () {}", false),
+            ("class // (\n () {}", false),
+            ("classes => 5", false),
+            ("class_ => 5", false),
+            ("class /* unterminated", false),
+            ("function A() {}", false),
+            (" class A {}", false),
+            ("", false),
+        ] {
+            assert_eq!(super::is_class_source(source), is_class, "{source:?}");
+        }
     }
 
     #[test]

@@ -63,7 +63,8 @@ fn module_name(file: &str) -> String {
 
 /// The source of the one prelude module: the first file (the primordials) as the top of
 /// the exported function, so its constants are in scope in every later file, and each later
-/// file in its own function inside it, in order.
+/// file in its own block inside it, in order (a block, not a function: its names stay its
+/// own, and the run makes no function object for it).
 fn prelude_module() -> String {
     let mut out = String::from("export default function (host, internals) {\n");
     for (i, (file, source)) in PRELUDE.iter().enumerate() {
@@ -75,9 +76,9 @@ fn prelude_module() -> String {
             out.push('\n');
             continue;
         }
-        out.push_str("\n(function () {");
+        out.push_str("\n{");
         out.push_str(source);
-        out.push_str("\n})();\n");
+        out.push_str("\n}\n");
     }
     out.push_str("}\n");
     out

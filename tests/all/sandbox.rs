@@ -520,6 +520,33 @@ async fn export_default_runs_as_in_a_module() {
             "{program}: {e:#}"
         );
     }
+    // What a class is comes from the original `Function.prototype.toString`: a program
+    // that replaces it changes neither the call nor the message.
+    let lie = "Function.prototype.toString = function () { return 'function f() {}' };\n";
+    let e = h.err(&format!("{lie}export default class A {{}}")).await;
+    assert_eq!(e["name"], "ResultError", "{e:#}");
+    assert!(
+        e["message"].as_str().unwrap().ends_with("result: a class is not JSON (pass plain data, such as the fields of an object made with `new`)"),
+        "{e:#}"
+    );
+    let e = h.err(&format!("{lie}return [class {{}}]")).await;
+    assert!(
+        e["message"].as_str().unwrap().ends_with("result[0]: a class is not JSON (pass plain data, such as the fields of an object made with `new`)"),
+        "{e:#}"
+    );
+    let claim = "Function.prototype.toString = function () { return 'class A {}' };\n";
+    assert_eq!(
+        h.ok(&format!("{claim}export default () => 6")).await,
+        json!(6)
+    );
+    let e = h.err(&format!("{claim}return [() => 1]")).await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("result[0]: a function is not JSON (call it and pass its result)"),
+        "{e:#}"
+    );
     // A function whose source merely starts with the letters `class` is called.
     assert_eq!(h.ok("export default classes => 5").await, json!(5));
     assert_eq!(
