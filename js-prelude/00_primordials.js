@@ -47,10 +47,6 @@ const PromiseRejectStatic = Promise.reject;
 const PromiseResolveStatic = Promise.resolve;
 const PromiseReject = (reason) => ReflectApply(PromiseRejectStatic, Promise, [reason]);
 const PromiseResolve = (value) => ReflectApply(PromiseResolveStatic, Promise, [value]);
-const MapPrototypeSet = uncurryThis(Map.prototype.set);
-const MapPrototypeDelete = uncurryThis(Map.prototype.delete);
-const MapPrototypeClear = uncurryThis(Map.prototype.clear);
-const MapPrototypeForEach = uncurryThis(Map.prototype.forEach);
 const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
 const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
 const TypedArrayPrototypeGetLength = uncurryThis(getterOf(TypedArrayPrototype, "length"));
@@ -78,7 +74,7 @@ const printerMethods = [
   Number.prototype.toString, Number.prototype.valueOf, Boolean.prototype.valueOf,
   BigInt.prototype.toString, Symbol.prototype.toString, FunctionPrototypeToString,
   Date.prototype.getTime, Date.prototype.toISOString, getterOf(Map.prototype, "size"),
-  Set.prototype.forEach, getterOf(Set.prototype, "size"),
+  Map.prototype.forEach, Set.prototype.forEach, getterOf(Set.prototype, "size"),
   getterOf(ArrayBuffer.prototype, "byteLength"), getterOf(TypedArrayPrototype, Symbol.toStringTag),
   getterOf(RegExpPrototype, "source"), getterOf(RegExpPrototype, "hasIndices"),
   getterOf(RegExpPrototype, "global"), getterOf(RegExpPrototype, "ignoreCase"),
@@ -130,5 +126,5 @@ const inspectPrimordials = () => ({
   ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
   ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, String, Number, Symbol,
   TypeError, RangeError, StringPrototypeSlice, RegExp, MathMin, MathFloor, ArrayBufferIsView,
-  TypedArrayPrototypeGetLength, MapPrototypeForEach, ErrorStackGetter, printerMethods,
+  TypedArrayPrototypeGetLength, ErrorStackGetter, printerMethods,
 });

@@ -6,9 +6,10 @@
 //   unknownTool(name) -> message naming the available tools
 //   log(level, text)
 //   load(module, primordials) -> what a module loaded on first use gives, the first time
-//     it is needed: "discovery" -> { search, describe } (22_discovery.js, with the host's
-//     searchTools(query, limit) -> [{name, description}, ...] and describeTools(names) ->
-//     the declarations of those tools, which throws for a name that is no tool);
+//     it is needed: "discovery" -> { search, describe, unknown } (22_discovery.js, with
+//     the host's searchTools(query, limit) -> [{name, description}, ...] and
+//     describeTools(names) -> the declarations of those tools, which throws for a name
+//     that is no tool);
 //     "inspect" -> { formatArgs, inspect } (31_inspect.js); "arrayChecks" ->
 //     check(name, self, args) (36_array_checks.js); "journalClock" -> undefined
 //     (41_journal_clock.js)
@@ -20,19 +21,7 @@
 //   isProxy(value) -> whether value is a Proxy (35_guards.js)
 //   programStack(text) -> a stack trace with the program's positions in its own source
 //     (00_primordials.js)
-// The Rust side builds it as `Host` in src/sandbox/host.rs (keep the two in step). They are
-// captured here; nothing reaches the program's global scope from this file. What the host
-// reads back from `internals` is listed by `Internals` in the same Rust file.
-"use strict";
-
-
-internals.host = ObjectFreeze({
-  tools: host.tools,
-  unknownTool: host.unknownTool,
-  log: host.log,
-  load: host.load,
-  setTimer: host.setTimer,
-  clearTimer: host.clearTimer,
-  clock: host.clock,
-  random: host.random,
-});
+// The Rust side builds it as `Host` in src/sandbox/host.rs (keep the two in step). It is
+// the prelude function's parameter, so every file reads it directly; nothing reaches the
+// program's global scope from it. What the host reads back from `internals` is listed by
+// `Internals` in the same Rust file. (This file has no code of its own.)

@@ -8,17 +8,24 @@
 // `ToolCallError` that lists the available tools.
 "use strict";
 
-const H = internals.host;
+const H = host;
 
-// The descriptors have no prototype: a getter a program put on `Object.prototype` (`get`,
-// `value`) is neither read nor run when a call fails.
+// The descriptor has no prototype: a getter a program put on `Object.prototype` (`get`,
+// `value`) is neither read nor run when a call fails. One descriptor serves every field:
+// its value is set just before each definition, after `String` (which may run program
+// code) has returned.
+const field = { __proto__: null, value: undefined, enumerable: true, configurable: true, writable: true };
 class ToolCallError extends Error {
   constructor(toolName, message) {
     super();
     delete this.stack;
-    ObjectDefineProperty(this, "name", { __proto__: null, value: "ToolCallError", enumerable: true, configurable: true, writable: true });
-    ObjectDefineProperty(this, "toolName", { __proto__: null, value: String(toolName), enumerable: true, configurable: true, writable: true });
-    ObjectDefineProperty(this, "message", { __proto__: null, value: String(message), enumerable: true, configurable: true, writable: true });
+    field.value = "ToolCallError";
+    ObjectDefineProperty(this, "name", field);
+    field.value = String(toolName);
+    ObjectDefineProperty(this, "toolName", field);
+    field.value = String(message);
+    ObjectDefineProperty(this, "message", field);
+    field.value = undefined;
   }
 }
 ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError", writable: false, enumerable: false, configurable: false });
@@ -63,37 +70,29 @@ internals.toolError = function toolError(name, message, site) {
   return at(new ToolCallError(name, message), site);
 };
 
-// Names that generic code probes on any object: the names of `Object.prototype` and what
-// promise, JSON, test and inspection code looks for. They are never tools, and reading them
-// gives `undefined` instead of an error. A switch, so that a run builds nothing for them.
-function isProbe(key) {
-  switch (key) {
-    case "constructor": case "__proto__": case "toString": case "toLocaleString":
-    case "valueOf": case "hasOwnProperty": case "isPrototypeOf": case "propertyIsEnumerable":
-    case "__defineGetter__": case "__defineSetter__": case "__lookupGetter__":
-    case "__lookupSetter__":
-    case "then": case "catch": case "finally": case "toJSON": case "prototype": case "inspect":
-    case "length": case "name": case "asymmetricMatch": case "$$typeof": case "nodeType":
-    case "tagName": case "@@__IMMUTABLE_ITERABLE__@@":
-      return true;
-    default:
-      return false;
+// What tells the available tools (see "Many tools" in the README): `tools.$search` and
+// `tools.$describe`, and the error for a name that is no tool. Its code (22_discovery.js)
+// loads the first time one of them is needed.
+let discovery;
+function discover() {
+  if (discovery === undefined) {
+    discovery = H.load("discovery", {
+      __proto__: null,
+      Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
+      ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
+      StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool: H.unknownTool,
+    });
   }
+  return discovery;
 }
 
-// Reading a name that is not a tool reaches this proxy (the prototype of `tools`): probes
-// give `undefined`, anything else throws a ToolCallError that lists the tools.
+// Reading a name that is not a tool reaches this proxy (the prototype of `tools`): names
+// that generic code probes on any object give `undefined`, anything else throws a
+// ToolCallError that lists the tools (`unknown` in 22_discovery.js).
 const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
   __proto__: null,
   get(t, key) {
-    if (typeof key === "symbol" || isProbe(key)) return undefined;
-    // No tool name is longer than 128 characters: a longer key is named by its start.
-    const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
-    // A lone surrogate (no tool name has one) is shown as U+FFFD.
-    const error = new ToolCallError(shown, H.unknownTool(StringPrototypeToWellFormed(key)));
-    const stack = ReflectApply(ErrorStackNative, new Error(), []);
-    if (typeof stack === "string") WeakMapPrototypeSet(sites, error, stack);
-    throw error;
+    return discover().unknown(key);
   },
 }));
 
@@ -102,20 +101,8 @@ const unknown = new Proxy(ObjectCreate(null), ObjectFreeze({
 // name, and its alias when that differs).
 const tools = H.tools;
 ObjectSetPrototypeOf(tools, unknown);
-// Discovery (see "Many tools" in the README): `$search` and `$describe` are no tool's name
-// (the registry refuses them), not enumerable, and make no call. Their code (22_discovery.js)
-// loads the first time either is called.
-let discovery;
-function discover() {
-  if (discovery === undefined) {
-    discovery = H.load("discovery", {
-      __proto__: null,
-      Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
-      ArrayIsArray,
-    });
-  }
-  return discovery;
-}
+// `$search` and `$describe` are no tool's name (the registry refuses them), not enumerable,
+// and make no call.
 // A module that cannot load (at the bottom of a deep recursion, say) rejects the call, as
 // a failure inside it would.
 ObjectDefineProperty(tools, "$search", {

@@ -1,8 +1,10 @@
 // `tools.$search(query, limit?)` and `tools.$describe(names)` (see "Many tools" in the
-// README), loaded the first time either is called (20_tools.js defines both, and calls
-// these): the body of `function (P, engine) { … }`, which returns `{ search, describe }`.
-// `P` holds the primordials and the prelude's own pieces used here; `engine` the host's
-// `searchTools(query, limit)` and `describeTools(names)`, made when this loads.
+// README), and what reading a name that is no tool gives, loaded the first time one of
+// them is needed (20_tools.js defines the two functions and the proxy behind `tools`, and
+// calls these): the body of `function (P, engine) { … }`, which returns
+// `{ search, describe, unknown }`. `P` holds the primordials and the prelude's own pieces
+// used here; `engine` the host's `searchTools(query, limit)` and `describeTools(names)`,
+// made when this loads.
 //
 // The inputs are checked here, before the host copies anything: a query's length (in
 // UTF-16 code units, as JavaScript counts it) at most 1 000, a name's at most 256 (a tool
@@ -10,7 +12,11 @@
 // a call; a failure is a promise rejected with a `ToolCallError`.
 "use strict";
 
-const { Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty, ArrayIsArray } = P;
+const {
+  Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
+  ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
+  StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool,
+} = P;
 const { searchTools, describeTools } = engine;
 const MAX_QUERY = 1000;
 const MAX_NAME = 256;
@@ -59,4 +65,37 @@ function describe(names) {
   }
 }
 
-return { __proto__: null, search, describe };
+// Names that generic code probes on any object: the names of `Object.prototype` and what
+// promise, JSON, test and inspection code looks for. They are never tools, and reading them
+// gives `undefined` instead of an error. A switch, so that nothing is built for them.
+function isProbe(key) {
+  switch (key) {
+    case "constructor": case "__proto__": case "toString": case "toLocaleString":
+    case "valueOf": case "hasOwnProperty": case "isPrototypeOf": case "propertyIsEnumerable":
+    case "__defineGetter__": case "__defineSetter__": case "__lookupGetter__":
+    case "__lookupSetter__":
+    case "then": case "catch": case "finally": case "toJSON": case "prototype": case "inspect":
+    case "length": case "name": case "asymmetricMatch": case "$$typeof": case "nodeType":
+    case "tagName": case "@@__IMMUTABLE_ITERABLE__@@":
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Reading `key` from `tools` where no tool has that name: `undefined` for a symbol or a
+// probe; for any other name, throws a ToolCallError that lists the tools, and records the
+// engine's stack text where the program named it (`sites`: the host takes the program's
+// first frame from it).
+function unknown(key) {
+  if (typeof key === "symbol" || isProbe(key)) return undefined;
+  // No tool name is longer than 128 characters: a longer key is named by its start.
+  const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
+  // A lone surrogate (no tool name has one) is shown as U+FFFD.
+  const error = new ToolCallError(shown, unknownTool(StringPrototypeToWellFormed(key)));
+  const stack = ReflectApply(ErrorStackNative, new Error(), []);
+  if (typeof stack === "string") WeakMapPrototypeSet(sites, error, stack);
+  throw error;
+}
+
+return { __proto__: null, search, describe, unknown };

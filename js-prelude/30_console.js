@@ -3,7 +3,7 @@
 // level. Lone surrogates become U+FFFD (the host takes UTF-8 text).
 "use strict";
 
-const H = internals.host;
+const H = host;
 
 let formatter;
 function format() {

@@ -30,7 +30,8 @@ const PRINTER_METHODS = [
   "NumberPrototypeToString", "NumberPrototypeValueOf", "BooleanPrototypeValueOf",
   "BigIntPrototypeToString", "SymbolPrototypeToString", "FunctionPrototypeToString",
   "DatePrototypeGetTime", "DatePrototypeToISOString", "MapPrototypeGetSize",
-  "SetPrototypeForEach", "SetPrototypeGetSize", "ArrayBufferPrototypeGetByteLength",
+  "MapPrototypeForEach", "SetPrototypeForEach", "SetPrototypeGetSize",
+  "ArrayBufferPrototypeGetByteLength",
   "TypedArrayPrototypeGetSymbolToStringTag",
 ];
 const REGEXP_FLAGS = "dgimsuvy";

@@ -4,7 +4,7 @@
 // with the run.
 "use strict";
 
-const H = internals.host;
+const H = host;
 
 const timers = ObjectCreate(null);
 let nextId = 1;

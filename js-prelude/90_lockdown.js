@@ -16,25 +16,6 @@ install("clearTimeout", internals.clearTimeout);
 install("setInterval", internals.setInterval);
 install("clearInterval", internals.clearInterval);
 
-// The host's promise rejection tracker reports here (the host keeps this function; no
-// global names it, so the program can neither see nor replace it); rejections still
-// unhandled when the program ends are logged.
-const unhandled = new Map();
-internals.trackRejection = function trackRejection(promise, reason, handled) {
-  if (handled) {
-    MapPrototypeDelete(unhandled, promise);
-  } else {
-    MapPrototypeSet(unhandled, promise, reason);
-  }
-};
-internals.reportUnhandled = function reportUnhandled(main) {
-  MapPrototypeDelete(unhandled, main);
-  MapPrototypeForEach(unhandled, (reason) => {
-    internals.host.log("error", "Unhandled promise rejection: " + internals.inspect(reason));
-  });
-  MapPrototypeClear(unhandled);
-};
-
 // The runner the host calls for a program with `export default`: runs the program
 // function with its state, and, when it returns the exported value (`state.exported`, an
 // own data property of an object without prototype) and that is a function,

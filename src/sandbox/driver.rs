@@ -585,12 +585,7 @@ impl Driver<'_> {
             .start_clock
             .call::<_, ()>((journaled,))
             .map_err(engine_error)?;
-        let _tracking = engine::track_rejections(
-            ctx,
-            js.internals.track_rejection.clone(),
-            js.prims.floor.clone(),
-        )
-        .map_err(engine_error)?;
+        let tracking = engine::track_rejections(ctx).map_err(engine_error)?;
         let (main, program_state) = self.evaluate(ctx, js)?;
         let started: rquickjs::Result<Promise<'js>> = if self.program.call_default {
             Function::new(ctx.clone(), super::prelude::is_class_text).and_then(|is_class| {
@@ -610,7 +605,6 @@ impl Driver<'_> {
         };
         let result = self.event_loop(ctx, js, &promise, &program_state).await;
         js.prims.floor.rebase(ctx);
-        engine::report_deferred_rejections(ctx);
         // A paused run reports nothing yet: its program goes on after the resume, which
         // replays it, and may still handle the rejection (found by a hostile review: each
         // was reported at the pause and again after the resume).
@@ -619,9 +613,43 @@ impl Driver<'_> {
             .as_ref()
             .is_some_and(Recorder::paused);
         if self.stopped().is_none() && !paused {
-            let _ = js.internals.report_unhandled.call::<_, ()>((promise,));
+            self.report_unhandled(ctx, js, &tracking, promise.as_value());
         }
         result
+    }
+
+    /// Logs each rejection that no handler took, but the program's own promise `main`, in
+    /// the order they came: `Unhandled promise rejection: ` and the reason as `console.log`
+    /// shows it, at level `error`. Stops at the first that cannot be shown (the run is
+    /// stopping).
+    fn report_unhandled<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        js: &Js<'js>,
+        tracking: &engine::RejectionTracking<'js>,
+        main: &Value<'js>,
+    ) {
+        for (promise, reason) in tracking.take_unhandled() {
+            if engine::same_object(&promise, main) {
+                continue;
+            }
+            let Ok(shown) = js.internals.inspect.call::<_, rquickjs::String>((reason,)) else {
+                let _ = ctx.catch();
+                return;
+            };
+            if self.flags.should_interrupt() {
+                return;
+            }
+            let text = shown.to_string().map_or_else(
+                |_| "[console text with a lone surrogate could not be shown]".to_owned(),
+                |shown| format!("Unhandled promise rejection: {shown}"),
+            );
+            let mut st = lock(self.state);
+            st.logs.push(LogLevel::Error, text);
+            if st.logs.over_limit {
+                self.flags.console_limit();
+            }
+        }
     }
 
     /// Evaluates the program text: its main function, and the state object it is to be
@@ -690,7 +718,6 @@ impl Driver<'_> {
             if jobs.is_err() {
                 return Err(self.uncaught(ctx, js, timers::Uncaught::Microtask));
             }
-            engine::report_deferred_rejections(ctx);
             if let Some(e) = self.stopped() {
                 return Err(e);
             }

@@ -7,17 +7,16 @@
 //! on a tool: the event loop bounds those waits) and the promise rejection tracker.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, JsLifetime, Value};
+use rquickjs::{AsyncContext, AsyncRuntime, Ctx, JsLifetime, Value};
 
 use super::alloc::LimitedAllocator;
 use super::flags::RunFlags;
 use super::limits::MIN_MEMORY;
 use super::reaper::{self, Teardown};
 use super::report::ProgramError;
-use super::stack::StackFloor;
 
 /// Heap growth, in bytes, between two runs of the cycle collector.
 ///
@@ -118,68 +117,78 @@ impl rquickjs::loader::Loader for NoModules {
     }
 }
 
-/// The engine's promise rejection tracker: hands every rejection, and every later handling
-/// of one, to the function [`track_rejections`] gave (none before it, none after
-/// [`RejectionTracking`] ends).
+/// The engine's promise rejection tracker: keeps each rejection no handler has taken yet,
+/// and forgets it when one does, while [`track_rejections`] is in force (nothing before
+/// it, nothing after [`RejectionTracking`] ends). It runs no JavaScript, so it works the
+/// same at any depth of the program's stack.
 ///
-/// The function lives in the runtime's user data, which is the host's alone: no global
+/// What it keeps lives in the runtime's user data, which is the host's alone: no global
 /// name the program could read or replace is involved.
 fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, handled: bool) {
-    let track = {
-        let Some(tracker) = ctx.userdata::<Tracker<'js>>() else {
-            return;
-        };
-        // Near the bottom of a recursion the tracker's JavaScript could not run (see
-        // `StackFloor`): the report waits for the loop, and so does every later one, to
-        // keep their order.
-        let mut deferred = tracker.deferred.borrow_mut();
-        if !deferred.is_empty() || !tracker.floor.room_to_enter(&ctx) {
-            deferred.push_back(Report {
+    let Some(tracker) = ctx.userdata::<Tracker<'js>>() else {
+        return;
+    };
+    let mut unhandled = tracker.unhandled.borrow_mut();
+    let key = address(&promise);
+    if handled {
+        unhandled.waiting.remove(&key);
+    } else {
+        let order = unhandled.next;
+        unhandled.next += 1;
+        unhandled.waiting.insert(
+            key,
+            Rejection {
+                order,
                 promise,
                 reason,
-                handled,
-            });
-            return;
-        }
-        tracker.track.clone()
-    };
-    if track.call::<_, ()>((promise, reason, handled)).is_err() {
-        // Only an interrupt stops it (the run is ending); nothing is left pending.
-        let _ = ctx.catch();
+            },
+        );
     }
 }
 
-/// What the tracker calls, the run's stack floor it calls it under, and the reports that
-/// wait for the loop (made below the floor).
+/// The address of the object `value` holds (a promise, for the tracker): what tells one
+/// promise from another.
+fn address(value: &Value<'_>) -> usize {
+    #[expect(
+        unsafe_code,
+        reason = "rquickjs gives no identity for an object; the C macro only reads the value's bits"
+    )]
+    // SAFETY: `JS_VALUE_GET_PTR` reads the pointer bits of the value itself, which `value`
+    // holds alive; no memory is read through the pointer.
+    let pointer = unsafe { rquickjs::qjs::JS_VALUE_GET_PTR(value.as_raw()) };
+    pointer as usize
+}
+
+/// The rejections the tracker keeps.
 #[derive(JsLifetime)]
 struct Tracker<'js> {
-    track: Function<'js>,
-    floor: StackFloor,
-    deferred: RefCell<VecDeque<Report<'js>>>,
+    unhandled: RefCell<Unhandled<'js>>,
 }
 
-/// One report for the tracker: `track(promise, reason, handled)`.
+/// The rejected promises no handler has taken yet, each with the order it came in and its
+/// reason, by the promise's address.
+#[derive(JsLifetime, Default)]
+struct Unhandled<'js> {
+    waiting: HashMap<usize, Rejection<'js>>,
+    next: u64,
+}
+
+/// One rejection the tracker keeps: its order among them, the promise and its reason.
 #[derive(JsLifetime)]
-struct Report<'js> {
+struct Rejection<'js> {
+    order: u64,
     promise: Value<'js>,
     reason: Value<'js>,
-    handled: bool,
 }
 
-/// Sends the engine's promise rejections to `track(promise, reason, handled)`, under the
-/// run's stack `floor`, until the returned guard is dropped.
+/// Keeps the engine's promise rejections that no handler takes (see
+/// [`RejectionTracking::take_unhandled`]) until the returned guard is dropped.
 ///
 /// # Errors
 /// When the runtime's user data is in use (it never is while this runs).
-pub(super) fn track_rejections<'js>(
-    ctx: &Ctx<'js>,
-    track: Function<'js>,
-    floor: StackFloor,
-) -> rquickjs::Result<RejectionTracking<'js>> {
+pub(super) fn track_rejections<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<RejectionTracking<'js>> {
     ctx.store_userdata(Tracker {
-        track,
-        floor,
-        deferred: RefCell::default(),
+        unhandled: RefCell::default(),
     })
     .map_err(|_| rquickjs::Error::UserData(rquickjs::runtime::UserDataError(())))?;
     Ok(RejectionTracking(ctx.clone()))
@@ -223,31 +232,28 @@ pub(super) fn run_jobs(ctx: &Ctx<'_>, flags: &RunFlags) -> Result<(), JobThrew> 
     Ok(())
 }
 
-/// Hands the tracker the reports made below the stack floor, in order; called by the loop,
-/// from its own frame, after it rebased the floor.
-pub(super) fn report_deferred_rejections(ctx: &Ctx<'_>) {
-    loop {
-        let (track, next) = {
-            let Some(tracker) = ctx.userdata::<Tracker<'_>>() else {
-                return;
-            };
-            let Some(next) = tracker.deferred.borrow_mut().pop_front() else {
-                return;
-            };
-            (tracker.track.clone(), next)
-        };
-        if track
-            .call::<_, ()>((next.promise, next.reason, next.handled))
-            .is_err()
-        {
-            let _ = ctx.catch();
-        }
-    }
-}
-
 /// Stops the tracking [`track_rejections`] started when dropped (also on a panic), so the
 /// engine holds none of the run's values once the run's driver is done.
 pub(super) struct RejectionTracking<'js>(Ctx<'js>);
+
+impl<'js> RejectionTracking<'js> {
+    /// The rejected promises no handler has taken so far, each with its reason, in the
+    /// order they were rejected; the tracker keeps none of them after this.
+    pub(super) fn take_unhandled(&self) -> Vec<(Value<'js>, Value<'js>)> {
+        let Some(tracker) = self.0.userdata::<Tracker<'js>>() else {
+            return Vec::new();
+        };
+        let waiting = std::mem::take(&mut tracker.unhandled.borrow_mut().waiting);
+        let mut list: Vec<_> = waiting.into_values().collect();
+        list.sort_unstable_by_key(|r| r.order);
+        list.into_iter().map(|r| (r.promise, r.reason)).collect()
+    }
+}
+
+/// Whether `a` and `b` hold the same object.
+pub(super) fn same_object(a: &Value<'_>, b: &Value<'_>) -> bool {
+    address(a) == address(b)
+}
 
 impl Drop for RejectionTracking<'_> {
     fn drop(&mut self) {

@@ -34,7 +34,8 @@ pub(super) struct Host<'js> {
     /// `log(level, text)`: one console line.
     log: Function<'js>,
     /// `load(module, primordials)`: loads a module of the prelude that runs only when a run
-    /// first needs it, and returns what it gives: `"discovery"` → `{ search, describe }`
+    /// first needs it, and returns what it gives: `"discovery"` →
+    /// `{ search, describe, unknown }`
     /// (22_discovery.js, given the host's `searchTools` and `describeTools`, made then: see
     /// [`discovery_functions`]), `"inspect"` → `{ formatArgs, inspect }` (31_inspect.js),
     /// `"arrayChecks"` → `check(name, self, args)` (36_array_checks.js), `"journalClock"`
@@ -371,12 +372,6 @@ pub(super) struct Internals<'js> {
     pub(super) inspect: Function<'js>,
     /// `fireTimer(id)` (40_timers.js): runs timer `id`'s callback.
     pub(super) fire_timer: Function<'js>,
-    /// `trackRejection(promise, reason, handled)` (90_lockdown.js): what the engine's
-    /// promise rejection tracker reports to.
-    pub(super) track_rejection: Function<'js>,
-    /// `reportUnhandled(main)` (90_lockdown.js): logs the rejections still unhandled,
-    /// except the program's own promise `main`.
-    pub(super) report_unhandled: Function<'js>,
     /// `runDefault(main, state, isClassSource)` (90_lockdown.js): runs the program function
     /// with its state, then, for `export default <fn>`, the exported function (unless
     /// `isClassSource` takes its source for a class's).
@@ -400,8 +395,6 @@ impl<'js> Internals<'js> {
             site_of: internals.get("siteOf")?,
             inspect: internals.get("inspect")?,
             fire_timer: internals.get("fireTimer")?,
-            track_rejection: internals.get("trackRejection")?,
-            report_unhandled: internals.get("reportUnhandled")?,
             run_default: internals.get("runDefault")?,
             start_clock: internals.get("startClock")?,
             check_array_call: internals.get("checkArrayCall")?,

@@ -168,13 +168,6 @@ impl StackFloor {
         }
     }
 
-    /// Whether a host function has [`ENTRY_ROOM`] above the floor here, giving the engine
-    /// its limit from this frame if it has (as [`StackFloor::enter`], with nothing thrown).
-    #[inline(always)]
-    pub(crate) fn room_to_enter(&self, ctx: &Ctx<'_>) -> bool {
-        self.room_above(ctx, ENTRY_ROOM)
-    }
-
     /// [`StackFloor::room`], or the engine's `RangeError` thrown.
     ///
     /// # Errors

@@ -919,9 +919,9 @@ async fn the_rejection_tracker_is_out_of_the_program_s_reach() {
     );
 }
 
-/// A promise rejected close to the engine's stack limit, where the tracker's JavaScript
-/// cannot run, is still reported, once, in order; one handled at once is never reported
-/// (found by a hostile review: rejections a few frames above the bottom were lost, and a
+/// A promise rejected close to the engine's stack limit is still reported, once, in
+/// order; one handled at once is never reported (found by a hostile review, when the
+/// tracker was JavaScript: rejections a few frames above the bottom were lost, and a
 /// `.catch` attached there went unseen, so a handled promise was reported).
 #[tokio::test]
 async fn rejections_near_the_stack_limit_are_reported_once_and_in_order() {
@@ -988,6 +988,42 @@ async fn rejections_near_the_stack_limit_are_reported_once_and_in_order() {
     assert_eq!(left, made, "{v:#}");
     assert!(
         reported.iter().all(|&k| k > 0 || !handled.contains(&-k)),
+        "{v:#}"
+    );
+}
+
+/// Rejections a handler takes later, in any order, are forgotten, however many there are;
+/// those left are reported in the order they were rejected.
+#[tokio::test]
+async fn rejections_handled_later_are_forgotten_and_the_rest_reported_in_order() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(
+            "const ps = [];
+             for (let i = 0; i < 50000; i++) ps.push(Promise.reject(i));
+             await null;
+             for (let i = 0; i < 50000; i++) if (i % 10000 !== 7) ps[i].catch(() => {});
+             Promise.reject('last');
+             return 1",
+        )
+        .await;
+    assert_eq!(v["result"], 1, "{v:#}");
+    let texts: Vec<&str> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Unhandled promise rejection: 7",
+            "Unhandled promise rejection: 10007",
+            "Unhandled promise rejection: 20007",
+            "Unhandled promise rejection: 30007",
+            "Unhandled promise rejection: 40007",
+            "Unhandled promise rejection: 'last'",
+        ],
         "{v:#}"
     );
 }
