@@ -39,7 +39,6 @@ const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ObjectSetPrototypeOf = Object.setPrototypeOf;
 const ObjectIs = Object.is;
 const ObjectPrototypeHasOwnProperty = uncurryThis(ObjectPrototype.hasOwnProperty);
-const ReflectConstruct = Reflect.construct;
 const ArrayIsArray = Array.isArray;
 const StringPrototypeSlice = uncurryThis(String.prototype.slice);
 const StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
@@ -52,7 +51,6 @@ const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
 const TypedArrayPrototypeGetLength = uncurryThis(getterOf(TypedArrayPrototype, "length"));
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DateNow = Date.now;
-const DatePrototypeToString = uncurryThis(Date.prototype.toString);
 const MathFloor = Math.floor;
 const MathMin = Math.min;
 const enginePerformance = performance;
@@ -89,27 +87,28 @@ const printerMethods = [
 // host maps them), keeping the engine's setter. It runs no program code either. The host
 // reads the engine's own text (`ErrorStackNative`) for a run's error, and maps it itself.
 const ErrorStackNative = getterOf(Error.prototype, "stack");
-const ErrorStackGetter = (() => {
+let ErrorStackGetter;
+{
   const d = ObjectGetOwnPropertyDescriptor(Error.prototype, "stack");
-  if (d === undefined || typeof d.get !== "function") return undefined;
-  const nativeGet = d.get;
-  const inSource = host.programStack;
-  const get = {
-    get stack() {
-      const text = ReflectApply(nativeGet, this, []);
-      return typeof text === "string" ? inSource(text) : text;
-    },
-  };
-  const getter = getterOf(get, "stack");
-  ObjectDefineProperty(Error.prototype, "stack", {
-    __proto__: null,
-    get: getter,
-    set: d.set,
-    enumerable: d.enumerable,
-    configurable: d.configurable,
-  });
-  return getter;
-})();
+  if (d !== undefined && typeof d.get === "function") {
+    const nativeGet = d.get;
+    const inSource = host.programStack;
+    const get = {
+      get stack() {
+        const text = ReflectApply(nativeGet, this, []);
+        return typeof text === "string" ? inSource(text) : text;
+      },
+    };
+    ErrorStackGetter = getterOf(get, "stack");
+    ObjectDefineProperty(Error.prototype, "stack", {
+      __proto__: null,
+      get: ErrorStackGetter,
+      set: d.set,
+      enumerable: d.enumerable,
+      configurable: d.configurable,
+    });
+  }
+}
 
 // What the host reads (by name).
 internals.primordials = {

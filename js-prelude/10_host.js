@@ -12,8 +12,8 @@
 //     that is no tool);
 //     "inspect" -> { formatArgs, inspect } (31_inspect.js); "arrayChecks" ->
 //     check(name, self, args) (36_array_checks.js); "journalClock" -> undefined
-//     (41_journal_clock.js)
-//   setTimer(id, milliseconds), clearTimer(id)
+//     (41_journal_clock.js); "timers" -> { start, stop, fire } (42_timer_table.js, with
+//     the host's setTimer(id, milliseconds) and clearTimer(id))
 //   clock() -> milliseconds since the epoch (fractional), recorded or replayed by a run
 //     that may pause; random() -> the next Math.random value of such a run
 //   maxArrayLength: the longest array the memory limit can hold; maxSortLength: the

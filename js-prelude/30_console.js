@@ -11,22 +11,28 @@ function format() {
   return formatter;
 }
 
-function method(level) {
-  return {
-    [level](...args) {
-      H.log(level, StringPrototypeToWellFormed(format().formatArgs(args)));
-    },
-  }[level];
-}
-
-const console = ObjectCreate(ObjectPrototype);
-console.log = method("log");
-console.info = method("info");
-console.debug = method("debug");
-console.warn = method("warn");
-console.error = method("error");
-console.dir = function dir(value) {
-  H.log("log", StringPrototypeToWellFormed(format().inspect(value)));
+// Each method is written out (a method definition names its function, with nothing to
+// build at run time).
+const console = {
+  __proto__: ObjectPrototype,
+  log(...args) {
+    H.log("log", StringPrototypeToWellFormed(format().formatArgs(args)));
+  },
+  info(...args) {
+    H.log("info", StringPrototypeToWellFormed(format().formatArgs(args)));
+  },
+  debug(...args) {
+    H.log("debug", StringPrototypeToWellFormed(format().formatArgs(args)));
+  },
+  warn(...args) {
+    H.log("warn", StringPrototypeToWellFormed(format().formatArgs(args)));
+  },
+  error(...args) {
+    H.log("error", StringPrototypeToWellFormed(format().formatArgs(args)));
+  },
+  dir(value) {
+    H.log("log", StringPrototypeToWellFormed(format().inspect(value)));
+  },
 };
 
 internals.console = console;

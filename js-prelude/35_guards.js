@@ -34,16 +34,14 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
 // old one, so an object or string assigned and then replaced would stay allocated when the
 // run's engine is freed, where QuickJS checks that nothing is left and aborts the whole
 // process. The setter here hands the engine a number instead (what the engine converts the
-// limit to when it builds a stack trace); reading gives that number.
+// limit to when it builds a stack trace); the engine's own getter reads it back.
 {
   const d = ObjectGetOwnPropertyDescriptor(Error, "stackTraceLimit");
   if (d !== undefined && typeof d.set === "function" && typeof d.get === "function") {
-    const nativeGet = d.get;
     const nativeSet = d.set;
     ObjectDefineProperty(Error, "stackTraceLimit", {
-      get: function stackTraceLimit() {
-        return ReflectApply(nativeGet, this, []);
-      },
+      __proto__: null,
+      get: d.get,
       set: function stackTraceLimit(value) {
         const t = typeof value;
         const n = t === "number" || t === "undefined" || t === "boolean" || value === null

@@ -6,54 +6,32 @@
 
 const H = host;
 
-const timers = ObjectCreate(null);
-let nextId = 1;
-
-function delayOf(ms) {
-  const n = Number(ms);
-  return n > 0 ? n : 0;
-}
-
-function start(callback, ms, args, repeat) {
-  if (typeof callback !== "function") {
-    throw new TypeError("the callback must be a function");
+// The table and the calls live in 42_timer_table.js, loaded at the first call of any of
+// the four (a run that sets no timer never pays for it).
+let table;
+function timers() {
+  if (table === undefined) {
+    table = H.load("timers", { __proto__: null, ObjectCreate, Number, TypeError, ReflectApply });
   }
-  const id = nextId++;
-  const delay = delayOf(ms);
-  timers[id] = { callback, args, repeat, delay };
-  H.setTimer(id, delay);
-  return id;
-}
-
-function stop(id) {
-  if (timers[id] !== undefined) {
-    delete timers[id];
-    H.clearTimer(id);
-  }
+  return table;
 }
 
 internals.setTimeout = function setTimeout(callback, ms, ...args) {
-  return start(callback, ms, args, false);
+  return timers().start(callback, ms, args, false);
 };
 internals.setInterval = function setInterval(callback, ms, ...args) {
-  return start(callback, ms, args, true);
+  return timers().start(callback, ms, args, true);
 };
 internals.clearTimeout = function clearTimeout(id) {
-  stop(id);
+  timers().stop(id);
 };
 internals.clearInterval = function clearInterval(id) {
-  stop(id);
+  timers().stop(id);
 };
 
+// The host calls it only for a timer the table set.
 internals.fireTimer = function fireTimer(id) {
-  const timer = timers[id];
-  if (timer === undefined) return;
-  if (timer.repeat) {
-    H.setTimer(id, timer.delay);
-  } else {
-    delete timers[id];
-  }
-  ReflectApply(timer.callback, undefined, timer.args);
+  table.fire(id);
 };
 
 // The run's clock and random numbers. A run that may pause (src/sandbox/journal.rs) reads
@@ -90,10 +68,12 @@ internals.startClock = function startClock(isJournaled) {
   journaled = isJournaled === true;
   if (journaled) {
     // 41_journal_clock.js puts the host's clock and random numbers in front of the engine's.
+    // No program code has run yet: the two built-ins only it uses are read here.
     H.load("journalClock", {
       __proto__: null,
       Date, Math, Proxy, global: globalThis, clock: H.clock, random: H.random, MathFloor,
-      ObjectDefineProperty, ReflectConstruct, DatePrototypeToString,
+      ObjectDefineProperty, ReflectConstruct: Reflect.construct,
+      DatePrototypeToString: uncurryThis(Date.prototype.toString),
     });
   }
   origin = journaled ? H.clock() : nativeNow();

@@ -15,17 +15,26 @@ fn main() {
     println!("cargo:rerun-if-changed=src/build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
-    let [prelude, inspect, array_checks, discovery, journal_clock] = if native {
-        compile_prelude().unwrap_or_else(|e| {
+    // Every module in one file (see `pack`); empty when compiled at run time.
+    let blob = if native {
+        compile_prelude().map(|modules| pack(&modules)).unwrap_or_else(|e| {
             println!("cargo:warning=the prelude could not be compiled at build time ({e}); it will be compiled at run time");
-            Default::default()
+            Vec::new()
         })
     } else {
-        Default::default()
+        Vec::new()
     };
-    std::fs::write(out.join("prelude.bc"), prelude).expect("writing prelude.bc");
-    std::fs::write(out.join("inspect.bc"), inspect).expect("writing inspect.bc");
-    std::fs::write(out.join("array_checks.bc"), array_checks).expect("writing array_checks.bc");
-    std::fs::write(out.join("discovery.bc"), discovery).expect("writing discovery.bc");
-    std::fs::write(out.join("journal_clock.bc"), journal_clock).expect("writing journal_clock.bc");
+    std::fs::write(out.join("prelude.bc"), blob).expect("writing prelude.bc");
+}
+
+/// `modules` as one blob: for each, its length in bytes (4 bytes, little-endian), then its
+/// bytes (read back by `unpack` in `src/sandbox/prelude.rs`).
+fn pack(modules: &[Vec<u8>]) -> Vec<u8> {
+    let mut blob = Vec::new();
+    for module in modules {
+        let length = u32::try_from(module.len()).expect("a module's bytecode is under 4 GiB");
+        blob.extend_from_slice(&length.to_le_bytes());
+        blob.extend_from_slice(module);
+    }
+    blob
 }

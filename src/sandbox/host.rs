@@ -17,7 +17,7 @@ use super::convert::json_to_js;
 use super::flags::RunFlags;
 use super::guards;
 use super::logs::LogLevel;
-use super::prelude;
+use super::prelude::{self, Lazy};
 use super::shared::{Shared, lock};
 use super::stack::StackFloor;
 use crate::dispatch::registry::unknown_tool_in_program;
@@ -34,17 +34,15 @@ pub(super) struct Host<'js> {
     /// `log(level, text)`: one console line.
     log: Function<'js>,
     /// `load(module, primordials)`: loads a module of the prelude that runs only when a run
-    /// first needs it, and returns what it gives: `"discovery"` →
-    /// `{ search, describe, unknown }`
-    /// (22_discovery.js, given the host's `searchTools` and `describeTools`, made then: see
-    /// [`discovery_functions`]), `"inspect"` → `{ formatArgs, inspect }` (31_inspect.js),
-    /// `"arrayChecks"` → `check(name, self, args)` (36_array_checks.js), `"journalClock"`
-    /// → `undefined` (41_journal_clock.js). Throws for any other name.
+    /// first needs it, and returns what it gives (see [`Lazy`]): `"discovery"` →
+    /// `{ search, describe, unknown }` (22_discovery.js, given the host's `searchTools` and
+    /// `describeTools`, made then: see [`discovery_functions`]), `"inspect"` →
+    /// `{ formatArgs, inspect }` (31_inspect.js), `"arrayChecks"` →
+    /// `check(name, self, args)` (36_array_checks.js), `"journalClock"` → `undefined`
+    /// (41_journal_clock.js), `"timers"` → `{ start, stop, fire }` (42_timer_table.js,
+    /// given the host's `setTimer` and `clearTimer`, made then: see [`timer_functions`]).
+    /// Throws for any other name.
     load: Function<'js>,
-    /// `setTimer(id, milliseconds)`.
-    set_timer: Function<'js>,
-    /// `clearTimer(id)`.
-    clear_timer: Function<'js>,
     /// `clock()` → milliseconds since the epoch, fractional and never going back; recorded,
     /// or replayed, by a run that may pause (see `journal.rs`).
     clock: Function<'js>,
@@ -130,14 +128,15 @@ impl<'js> Host<'js> {
                     "discovery" => {
                         let engine =
                             discovery_functions(&ctx, &load_state, &load_bridge, &load_floor)?;
-                        prelude::load_discovery(&ctx, primordials, engine).map(Object::into_value)
+                        prelude::load_lazy(&ctx, Lazy::Discovery, (primordials, engine))
                     }
                     "inspect" => prelude::load_inspect(&ctx, primordials).map(Object::into_value),
-                    "arrayChecks" => {
-                        prelude::load_array_checks(&ctx, primordials).map(Function::into_value)
+                    "arrayChecks" => prelude::load_lazy(&ctx, Lazy::ArrayChecks, (primordials,)),
+                    "journalClock" => prelude::load_lazy(&ctx, Lazy::JournalClock, (primordials,)),
+                    "timers" => {
+                        let engine = timer_functions(&ctx, &load_state)?;
+                        prelude::load_lazy(&ctx, Lazy::TimerTable, (primordials, engine))
                     }
-                    "journalClock" => prelude::load_journal_clock(&ctx, primordials)
-                        .map(|()| Value::new_undefined(ctx.clone())),
                     other => Err(Exception::throw_message(
                         &ctx,
                         &format!("the prelude has no module {other:?}"),
@@ -168,15 +167,6 @@ impl<'js> Host<'js> {
                 }
             },
         )?;
-
-        let timer_state = state.clone();
-        let set_timer = Function::new(ctx.clone(), move |id: f64, ms: f64| {
-            lock(&timer_state).timers.set(id as u64, ms);
-        })?;
-        let clear_state = state.clone();
-        let clear_timer = Function::new(ctx.clone(), move |id: f64| {
-            lock(&clear_state).timers.clear(id as u64);
-        })?;
 
         let clock_state = state.clone();
         let clock = Function::new(ctx.clone(), move || -> f64 {
@@ -223,8 +213,6 @@ impl<'js> Host<'js> {
             unknown_tool,
             log,
             load,
-            set_timer,
-            clear_timer,
             clock,
             random,
             max_array_length: guards::max_array_length(memory),
@@ -238,8 +226,6 @@ impl<'js> Host<'js> {
         host.set("unknownTool", self.unknown_tool)?;
         host.set("load", self.load)?;
         host.set("log", self.log)?;
-        host.set("setTimer", self.set_timer)?;
-        host.set("clearTimer", self.clear_timer)?;
         host.set("clock", self.clock)?;
         host.set("random", self.random)?;
         host.set("maxArrayLength", self.max_array_length)?;
@@ -248,6 +234,29 @@ impl<'js> Host<'js> {
         host.set("programStack", self.program_stack)?;
         Ok(host)
     }
+}
+
+/// The host's side of the timers, made when the timer table (42_timer_table.js) loads:
+/// `{ setTimer(id, milliseconds), clearTimer(id) }`, which the run's event loop keeps (see
+/// `timers.rs`).
+fn timer_functions<'js>(ctx: &Ctx<'js>, state: &Shared) -> rquickjs::Result<Object<'js>> {
+    let engine = Object::new(ctx.clone())?;
+    engine.set_prototype(None)?;
+    let set_state = state.clone();
+    engine.set(
+        "setTimer",
+        Function::new(ctx.clone(), move |id: f64, ms: f64| {
+            lock(&set_state).timers.set(id as u64, ms);
+        })?,
+    )?;
+    let clear_state = state.clone();
+    engine.set(
+        "clearTimer",
+        Function::new(ctx.clone(), move |id: f64| {
+            lock(&clear_state).timers.clear(id as u64);
+        })?,
+    )?;
+    Ok(engine)
 }
 
 /// The host's side of `tools.$search` and `tools.$describe`, made when the discovery module

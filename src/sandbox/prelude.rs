@@ -14,21 +14,31 @@ use rquickjs::{Ctx, Function, Module, Object, Value};
 
 include!("prelude_source.rs");
 
-/// Bytecode the build script compiled from the same sources with the same engine version
-/// (empty when it could not: a cross build, or a failure it reported as a warning).
-static BUILT_PRELUDE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.bc"));
-static BUILT_INSPECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/inspect.bc"));
-static BUILT_ARRAY_CHECKS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/array_checks.bc"));
-static BUILT_DISCOVERY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/discovery.bc"));
-static BUILT_JOURNAL_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/journal_clock.bc"));
+/// Bytecode the build script compiled from the same sources with the same engine version,
+/// every module packed in one blob (see `unpack`); empty when it could not (a cross build, or
+/// a failure it reported as a warning).
+static BUILT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/prelude.bc"));
 
-/// The prelude's bytecode: the prelude module and the four modules loaded on first use.
+/// A module of the prelude that loads only when a run first needs it, through the host's
+/// `load` (its place in [`LAZY`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Lazy {
+    /// 22_discovery.js: `(P, engine)` → `{ search, describe, unknown }`.
+    Discovery,
+    /// 31_inspect.js: `(P, engine)` → `{ formatArgs, inspect }` (see [`load_inspect`]).
+    Inspect,
+    /// 36_array_checks.js: `(P)` → `check(name, self, args)`.
+    ArrayChecks,
+    /// 41_journal_clock.js: `(P)` → `undefined`.
+    JournalClock,
+    /// 42_timer_table.js: `(P, engine)` → `{ start, stop, fire }`.
+    TimerTable,
+}
+
+/// The prelude's bytecode: the prelude module, and each [`Lazy`] module in its order.
 struct Compiled {
     prelude: &'static [u8],
-    inspect: &'static [u8],
-    array_checks: &'static [u8],
-    discovery: &'static [u8],
-    journal_clock: &'static [u8],
+    lazy: Vec<&'static [u8]>,
 }
 
 /// The bytecode of every prelude module: the build script's, or compiled on first use.
@@ -36,42 +46,45 @@ fn bytecode() -> Result<&'static Compiled, String> {
     static BYTECODE: OnceLock<Result<Compiled, String>> = OnceLock::new();
     BYTECODE
         .get_or_init(|| {
-            if !BUILT_PRELUDE.is_empty()
-                && !BUILT_INSPECT.is_empty()
-                && !BUILT_ARRAY_CHECKS.is_empty()
-                && !BUILT_DISCOVERY.is_empty()
-                && !BUILT_JOURNAL_CLOCK.is_empty()
-            {
-                return Ok(Compiled {
-                    prelude: BUILT_PRELUDE,
-                    inspect: BUILT_INSPECT,
-                    array_checks: BUILT_ARRAY_CHECKS,
-                    discovery: BUILT_DISCOVERY,
-                    journal_clock: BUILT_JOURNAL_CLOCK,
-                });
+            let modules = match unpack(BUILT) {
+                Some(modules) => modules,
+                None => compile_prelude()?
+                    .into_iter()
+                    .map(|module| &*module.leak())
+                    .collect(),
+            };
+            match modules.split_first() {
+                Some((prelude, lazy)) if lazy.len() == LAZY.len() => Ok(Compiled {
+                    prelude,
+                    lazy: lazy.to_vec(),
+                }),
+                _ => Err(format!(
+                    "the prelude's bytecode holds {} modules, not {}",
+                    modules.len(),
+                    1 + LAZY.len()
+                )),
             }
-            let [prelude, inspect, array_checks, discovery, journal_clock] = compile_prelude()?;
-            Ok(Compiled {
-                prelude: prelude.leak(),
-                inspect: inspect.leak(),
-                array_checks: array_checks.leak(),
-                discovery: discovery.leak(),
-                journal_clock: journal_clock.leak(),
-            })
         })
         .as_ref()
         .map_err(Clone::clone)
 }
 
-/// Loads the module `pick` chooses from the prelude's bytecode and returns its default
-/// export.
-fn run_module<'js>(
-    ctx: &Ctx<'js>,
-    pick: fn(&Compiled) -> &'static [u8],
-) -> rquickjs::Result<Function<'js>> {
-    let compiled = bytecode()
-        .map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))?;
-    let bytes = pick(compiled);
+/// The modules a blob holds, in order; `None` for an empty or malformed one. The build
+/// script writes the blob (`pack` in `src/build.rs`): for each module, its length in bytes
+/// (4 bytes, little-endian), then its bytes.
+fn unpack(mut blob: &'static [u8]) -> Option<Vec<&'static [u8]>> {
+    let mut modules = Vec::new();
+    while let Some((length, rest)) = blob.split_first_chunk::<4>() {
+        let length = usize::try_from(u32::from_le_bytes(*length)).ok()?;
+        let (module, rest) = rest.split_at_checked(length)?;
+        modules.push(module);
+        blob = rest;
+    }
+    (blob.is_empty() && !modules.is_empty()).then_some(modules)
+}
+
+/// Loads the module `bytes` from the prelude's bytecode and returns its default export.
+fn run_module<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Function<'js>> {
     #[expect(
         unsafe_code,
         reason = "rquickjs marks loading bytecode unsafe; these bytes were written by Module::write from the prelude sources, by this engine version"
@@ -85,6 +98,21 @@ fn run_module<'js>(
     let (module, evaluated) = module.eval()?;
     evaluated.finish::<()>()?;
     module.get("default")
+}
+
+/// The prelude's bytecode, or the engine's loading error.
+fn compiled() -> rquickjs::Result<&'static Compiled> {
+    bytecode().map_err(|message| rquickjs::Error::new_loading_message("codemode:prelude", message))
+}
+
+/// Loads the lazy `module` and calls its function with `args` (see [`Lazy`] for each
+/// one's parameters and result).
+pub(crate) fn load_lazy<'js, A, R>(ctx: &Ctx<'js>, module: Lazy, args: A) -> rquickjs::Result<R>
+where
+    A: rquickjs::function::IntoArgs<'js>,
+    R: rquickjs::FromJs<'js>,
+{
+    run_module(ctx, compiled()?.lazy[module as usize])?.call(args)
 }
 
 /// Loads the inspect module (31_inspect.js) with the primordials `P` and the engine's own
@@ -104,37 +132,7 @@ pub(crate) fn load_inspect<'js>(
     engine.set("proxyTarget", Function::new(ctx.clone(), proxy_target)?)?;
     engine.set("kindOf", Function::new(ctx.clone(), kind_of)?)?;
     engine.set("isClassSource", Function::new(ctx.clone(), is_class_text)?)?;
-    run_module(ctx, |c| c.inspect)?.call((primordials, engine))
-}
-
-/// Loads the array checks module (36_array_checks.js) with the primordials `P` it reads.
-/// Returns its `check(name, self, args)`, which throws a guarded call's `RangeError`.
-pub(crate) fn load_array_checks<'js>(
-    ctx: &Ctx<'js>,
-    primordials: Object<'js>,
-) -> rquickjs::Result<Function<'js>> {
-    run_module(ctx, |c| c.array_checks)?.call((primordials,))
-}
-
-/// Loads the discovery module (22_discovery.js) with the primordials and prelude pieces `P`
-/// it reads and the host's `engine` functions (`searchTools`, `describeTools`). Returns its
-/// `{ search, describe }`, the bodies of `tools.$search` and `tools.$describe`.
-pub(crate) fn load_discovery<'js>(
-    ctx: &Ctx<'js>,
-    primordials: Object<'js>,
-    engine: Object<'js>,
-) -> rquickjs::Result<Object<'js>> {
-    run_module(ctx, |c| c.discovery)?.call((primordials, engine))
-}
-
-/// Loads the journal clock module (41_journal_clock.js) with the primordials `P` it reads
-/// (and the host's `clock` and `random`): a run that may pause reads its clock and random
-/// numbers from the host from then on.
-pub(crate) fn load_journal_clock<'js>(
-    ctx: &Ctx<'js>,
-    primordials: Object<'js>,
-) -> rquickjs::Result<()> {
-    run_module(ctx, |c| c.journal_clock)?.call((primordials,))
+    load_lazy(ctx, Lazy::Inspect, (primordials, engine))
 }
 
 /// What a proxy stands for: the target of its target, and so on, until one is not a proxy
@@ -263,7 +261,7 @@ fn is_js_space(c: char) -> bool {
 /// modules filled in.
 pub(crate) fn load<'js>(ctx: &Ctx<'js>, host: Object<'js>) -> rquickjs::Result<Object<'js>> {
     let internals = Object::new(ctx.clone())?;
-    run_module(ctx, |c| c.prelude)?.call::<_, ()>((host, internals.clone()))?;
+    run_module(ctx, compiled()?.prelude)?.call::<_, ()>((host, internals.clone()))?;
     Ok(internals)
 }
 
@@ -281,12 +279,41 @@ mod tests {
             .collect();
         on_disk.sort();
         let mut listed: Vec<String> = PRELUDE.iter().map(|(n, _)| (*n).to_owned()).collect();
-        listed.push(super::INSPECT.0.to_owned());
-        listed.push(super::ARRAY_CHECKS.0.to_owned());
-        listed.push(super::DISCOVERY.0.to_owned());
-        listed.push(super::JOURNAL_CLOCK.0.to_owned());
+        listed.extend(super::LAZY.iter().map(|(n, _, _)| (*n).to_owned()));
         listed.sort();
         assert_eq!(on_disk, listed);
+    }
+
+    /// `Lazy` names the modules of `LAZY` in its order.
+    #[test]
+    fn each_lazy_module_is_named_in_the_order_it_is_listed() {
+        use super::Lazy;
+        let named = [
+            (Lazy::Discovery, "22_discovery.js"),
+            (Lazy::Inspect, "31_inspect.js"),
+            (Lazy::ArrayChecks, "36_array_checks.js"),
+            (Lazy::JournalClock, "41_journal_clock.js"),
+            (Lazy::TimerTable, "42_timer_table.js"),
+        ];
+        assert_eq!(named.len(), super::LAZY.len());
+        for (module, file) in named {
+            assert_eq!(super::LAZY[module as usize].0, file, "{module:?}");
+        }
+    }
+
+    /// A packed blob reads back as the modules it holds; an empty, cut or overlong one
+    /// reads as none.
+    #[test]
+    fn packed_modules_unpack_as_they_were_and_a_damaged_blob_as_none() {
+        let mut blob = vec![3u8, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 44, 1, 0, 0];
+        blob.extend([9u8; 300]);
+        let blob: &'static [u8] = blob.leak();
+        let back = super::unpack(blob).unwrap();
+        assert_eq!(back, [&[1u8, 2, 3][..], &[], &[9u8; 300][..]]);
+        assert_eq!(super::unpack(&[]), None);
+        assert_eq!(super::unpack(&blob[..blob.len() - 1]), None);
+        assert_eq!(super::unpack(&[5, 0, 0, 0, 1, 2]), None);
+        assert_eq!(super::unpack(&[0, 0, 0]), None);
     }
 
     /// Sources `Function.prototype.toString` gives, and whether each is a class's.
@@ -320,26 +347,20 @@ mod tests {
     fn the_prelude_compiles_to_bytecode() {
         let compiled = super::bytecode().unwrap();
         assert!(!compiled.prelude.is_empty());
-        assert!(!compiled.inspect.is_empty());
-        assert!(!compiled.array_checks.is_empty());
-        assert!(!compiled.discovery.is_empty());
-        assert!(!compiled.journal_clock.is_empty());
+        assert_eq!(compiled.lazy.len(), super::LAZY.len());
+        assert!(compiled.lazy.iter().all(|module| !module.is_empty()));
     }
 
     /// The build script's bytecode is what this engine writes from the same sources: the
     /// loader may trust it as its own.
     #[test]
     fn the_built_bytecode_is_what_this_engine_compiles() {
-        let [prelude, inspect, array_checks, discovery, journal_clock] =
-            super::compile_prelude().unwrap();
         assert!(
-            !super::BUILT_PRELUDE.is_empty(),
+            !super::BUILT.is_empty(),
             "the build script compiled the prelude"
         );
-        assert!(super::BUILT_PRELUDE == prelude.as_slice());
-        assert!(super::BUILT_INSPECT == inspect.as_slice());
-        assert!(super::BUILT_ARRAY_CHECKS == array_checks.as_slice());
-        assert!(super::BUILT_DISCOVERY == discovery.as_slice());
-        assert!(super::BUILT_JOURNAL_CLOCK == journal_clock.as_slice());
+        let built = super::unpack(super::BUILT).unwrap();
+        let compiled = super::compile_prelude().unwrap();
+        assert!(built == compiled.iter().map(Vec::as_slice).collect::<Vec<_>>());
     }
 }

@@ -29,33 +29,36 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
     ),
 ];
 
-/// Loaded on first use (see `load_inspect`): (name, source), the body of
-/// `function (P, engine) { … }`.
-pub(crate) const INSPECT: (&str, &str) = (
-    "31_inspect.js",
-    include_str!("../../js-prelude/31_inspect.js"),
-);
-
-/// Loaded on first use (see `load_array_checks`): (name, source), the body of
-/// `function (P) { … }`.
-pub(crate) const ARRAY_CHECKS: (&str, &str) = (
-    "36_array_checks.js",
-    include_str!("../../js-prelude/36_array_checks.js"),
-);
-
-/// Loaded on first use (see `load_discovery`): (name, source), the body of
-/// `function (P, engine) { … }`.
-pub(crate) const DISCOVERY: (&str, &str) = (
-    "22_discovery.js",
-    include_str!("../../js-prelude/22_discovery.js"),
-);
-
-/// Loaded by a run that may pause (see `load_journal_clock`): (name, source), the body of
-/// `function (P) { … }`.
-pub(crate) const JOURNAL_CLOCK: (&str, &str) = (
-    "41_journal_clock.js",
-    include_str!("../../js-prelude/41_journal_clock.js"),
-);
+/// The modules loaded only when a run first needs them (see `Lazy` in
+/// `sandbox/prelude.rs`, which names them in this order): (name, parameters, source), each
+/// the body of `function (parameters) { … }`.
+pub(crate) const LAZY: &[(&str, &str, &str)] = &[
+    (
+        "22_discovery.js",
+        "P, engine",
+        include_str!("../../js-prelude/22_discovery.js"),
+    ),
+    (
+        "31_inspect.js",
+        "P, engine",
+        include_str!("../../js-prelude/31_inspect.js"),
+    ),
+    (
+        "36_array_checks.js",
+        "P",
+        include_str!("../../js-prelude/36_array_checks.js"),
+    ),
+    (
+        "41_journal_clock.js",
+        "P",
+        include_str!("../../js-prelude/41_journal_clock.js"),
+    ),
+    (
+        "42_timer_table.js",
+        "P, engine",
+        include_str!("../../js-prelude/42_timer_table.js"),
+    ),
+];
 
 fn module_name(file: &str) -> String {
     format!("codemode:prelude/{file}")
@@ -84,10 +87,9 @@ fn prelude_module() -> String {
     out
 }
 
-/// The bytecode of the prelude module, the inspect module, the array checks module, the
-/// discovery module and the journal clock module, in that order, compiled by a fresh engine
-/// (sources and debug information stripped).
-fn compile_prelude() -> Result<[Vec<u8>; 5], String> {
+/// The bytecode of the prelude module, then of each module of [`LAZY`] in its order,
+/// compiled by a fresh engine (sources and debug information stripped).
+fn compile_prelude() -> Result<Vec<Vec<u8>>, String> {
     let rt = rquickjs::Runtime::new().map_err(|e| e.to_string())?;
     let ctx = rquickjs::Context::full(&rt).map_err(|e| e.to_string())?;
     ctx.with(|ctx| {
@@ -102,23 +104,13 @@ fn compile_prelude() -> Result<[Vec<u8>; 5], String> {
                 })
                 .map_err(|e| format!("{file}: {e}"))
         };
-        let prelude = compile("prelude.js", prelude_module())?;
-        let inspect = compile(
-            INSPECT.0,
-            format!("export default function (P, engine) {{{}\n}}", INSPECT.1),
-        )?;
-        let array_checks = compile(
-            ARRAY_CHECKS.0,
-            format!("export default function (P) {{{}\n}}", ARRAY_CHECKS.1),
-        )?;
-        let discovery = compile(
-            DISCOVERY.0,
-            format!("export default function (P, engine) {{{}\n}}", DISCOVERY.1),
-        )?;
-        let journal_clock = compile(
-            JOURNAL_CLOCK.0,
-            format!("export default function (P) {{{}\n}}", JOURNAL_CLOCK.1),
-        )?;
-        Ok([prelude, inspect, array_checks, discovery, journal_clock])
+        let mut modules = vec![compile("prelude.js", prelude_module())?];
+        for (file, parameters, source) in LAZY {
+            modules.push(compile(
+                file,
+                format!("export default function ({parameters}) {{{source}\n}}"),
+            )?);
+        }
+        Ok(modules)
     })
 }

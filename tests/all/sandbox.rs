@@ -1028,6 +1028,33 @@ async fn rejections_handled_later_are_forgotten_and_the_rest_reported_in_order()
     );
 }
 
+/// The timers' table loads at the first timer call, with the built-ins captured before the
+/// program ran: replacing them first changes nothing, and clearing a timer before any was
+/// set is a no-op.
+#[tokio::test]
+async fn timers_load_on_first_use_with_the_original_built_ins() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .ok(r#"
+globalThis.Number = () => { throw 1 };
+Object.create = () => { throw 2 };
+globalThis.TypeError = function () { return { fake: true } };
+Reflect.apply = () => { throw 3 };
+clearTimeout(99);
+let bad;
+try { setTimeout(5) } catch (e) { bad = [e instanceof Error, e.message] }
+const order = [];
+setTimeout((a, b) => order.push(a + b), 5, 1, 2);
+const i = setInterval(() => { order.push("i"); clearInterval(i) }, "1");
+await new Promise((r) => setTimeout(r, 40));
+return [bad, order]"#)
+        .await;
+    assert_eq!(
+        v,
+        json!([[true, "the callback must be a function"], ["i", 3]])
+    );
+}
+
 #[tokio::test]
 async fn timers_work_and_are_bounded_by_the_deadline() {
     let h = Harness::new(fast_limits());
