@@ -9,7 +9,6 @@
 // left it. The checks read `length` only where reading it runs no program code.
 "use strict";
 
-const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
 const SORT_LIMIT = host.maxSortLength;
 const load = host.load;
@@ -21,7 +20,7 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
   if (check === undefined) {
     check = load("arrayChecks", {
       __proto__: null,
-      isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
+      limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
       ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
       TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError, WeakMap,
       WeakMapPrototypeGet, WeakMapPrototypeSet, SymbolIsConcatSpreadable,

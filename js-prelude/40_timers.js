@@ -39,7 +39,8 @@ internals.fireTimer = function fireTimer(id) {
 // readings and numbers: `Date.now()`, `new Date()`, `Date()`, `performance.now()` and
 // `Math.random()`. Any other run reads the engine's own, untouched. `startClock(journaled)`
 // says which, before the program runs.
-let journaled = false;
+// The host's recorded clock, for a run that may pause (41_journal_clock.js gives it).
+let journalClock;
 
 // `performance`: the engine's own counts from when the engine was built, which for a warm
 // engine is long before its run (and would tell the program how long the host was idle).
@@ -51,7 +52,7 @@ let origin = nativeNow();
 const performance = {};
 ObjectDefineProperty(performance, "now", {
   value: function now() {
-    return (journaled ? H.clock() : nativeNow()) - origin;
+    return (journalClock !== undefined ? journalClock() : nativeNow()) - origin;
   },
   enumerable: true,
   writable: false,
@@ -65,20 +66,20 @@ ObjectDefineProperty(globalThis, "performance", {
   configurable: true,
 });
 internals.startClock = function startClock(isJournaled) {
-  journaled = isJournaled === true;
-  if (journaled) {
-    // 41_journal_clock.js puts the host's clock and random numbers in front of the engine's.
-    // No program code has run yet: the two built-ins only it uses are read here.
-    H.load("journalClock", {
+  if (isJournaled === true) {
+    // 41_journal_clock.js puts the host's clock and random numbers (which the host adds to
+    // this object) in front of the engine's, and the host's clock is returned. No program
+    // code has run yet: the two built-ins only it uses are read here.
+    journalClock = H.load("journalClock", {
       __proto__: null,
-      Date, Math, Proxy, global: globalThis, clock: H.clock, random: H.random, MathFloor,
-      ObjectDefineProperty, ReflectConstruct: Reflect.construct,
+      Date, Math, Proxy, global: globalThis, MathFloor, ObjectDefineProperty,
+      ReflectConstruct: Reflect.construct,
       DatePrototypeToString: uncurryThis(Date.prototype.toString),
     });
   }
-  origin = journaled ? H.clock() : nativeNow();
+  origin = journalClock !== undefined ? journalClock() : nativeNow();
   ObjectDefineProperty(performance, "timeOrigin", {
-    value: journaled ? origin : DateNow(),
+    value: journalClock !== undefined ? origin : DateNow(),
     enumerable: true,
     writable: false,
     configurable: false,
