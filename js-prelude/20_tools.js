@@ -80,7 +80,7 @@ function discover() {
       __proto__: null,
       Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
       ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
-      StringPrototypeToWellFormed, WeakMapPrototypeSet, sites,
+      StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool: H.unknownTool,
     });
   }
   return discovery;

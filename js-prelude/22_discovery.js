@@ -3,8 +3,8 @@
 // them is needed (20_tools.js defines the two functions and the proxy behind `tools`, and
 // calls these): the body of `function (P, engine) { … }`, which returns
 // `{ search, describe, unknown }`. `P` holds the primordials and the prelude's own pieces
-// used here; `engine` the host's `searchTools(query, limit)`, `describeTools(names)` and
-// `unknownTool(name)`, made when this loads.
+// used here; `engine` the host's `searchTools(query, limit)` and `describeTools(names)`,
+// made when this loads.
 //
 // The inputs are checked here, before the host copies anything: a query's length (in
 // UTF-16 code units, as JavaScript counts it) at most 1 000, a name's at most 256 (a tool
@@ -15,9 +15,9 @@
 const {
   Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
   ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
-  StringPrototypeToWellFormed, WeakMapPrototypeSet, sites,
+  StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool,
 } = P;
-const { searchTools, describeTools, unknownTool } = engine;
+const { searchTools, describeTools } = engine;
 const MAX_QUERY = 1000;
 const MAX_NAME = 256;
 const MAX_NAMES = 500;

@@ -9,6 +9,7 @@
 // left it. The checks read `length` only where reading it runs no program code.
 "use strict";
 
+const isProxy = host.isProxy;
 const limit = host.maxArrayLength;
 const SORT_LIMIT = host.maxSortLength;
 const load = host.load;
@@ -20,7 +21,7 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
   if (check === undefined) {
     check = load("arrayChecks", {
       __proto__: null,
-      limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
+      isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
       ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
       TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError, WeakMap,
       WeakMapPrototypeGet, WeakMapPrototypeSet, SymbolIsConcatSpreadable,

@@ -3,7 +3,6 @@
 // args)`, which throws the guard's RangeError when the call would visit more indices than
 // `P.limit` (a default sort: more than `P.SORT_LIMIT` elements), and otherwise returns;
 // `flatMap`'s callback in `args[0]` is replaced by one that checks what it returns.
-// `P.isProxy(value)`, the host's, tells a Proxy without running its traps.
 "use strict";
 
 const {

@@ -39,8 +39,7 @@ internals.fireTimer = function fireTimer(id) {
 // readings and numbers: `Date.now()`, `new Date()`, `Date()`, `performance.now()` and
 // `Math.random()`. Any other run reads the engine's own, untouched. `startClock(journaled)`
 // says which, before the program runs.
-// The host's recorded clock, for a run that may pause (41_journal_clock.js gives it).
-let journalClock;
+let journaled = false;
 
 // `performance`: the engine's own counts from when the engine was built, which for a warm
 // engine is long before its run (and would tell the program how long the host was idle).
@@ -52,7 +51,7 @@ let origin = nativeNow();
 const performance = {};
 ObjectDefineProperty(performance, "now", {
   value: function now() {
-    return (journalClock !== undefined ? journalClock() : nativeNow()) - origin;
+    return (journaled ? H.clock() : nativeNow()) - origin;
   },
   enumerable: true,
   writable: false,
@@ -66,20 +65,20 @@ ObjectDefineProperty(globalThis, "performance", {
   configurable: true,
 });
 internals.startClock = function startClock(isJournaled) {
-  if (isJournaled === true) {
-    // 41_journal_clock.js puts the host's clock and random numbers (which the host adds to
-    // this object) in front of the engine's, and the host's clock is returned. No program
-    // code has run yet: the two built-ins only it uses are read here.
-    journalClock = H.load("journalClock", {
+  journaled = isJournaled === true;
+  if (journaled) {
+    // 41_journal_clock.js puts the host's clock and random numbers in front of the engine's.
+    // No program code has run yet: the two built-ins only it uses are read here.
+    H.load("journalClock", {
       __proto__: null,
-      Date, Math, Proxy, global: globalThis, MathFloor, ObjectDefineProperty,
-      ReflectConstruct: Reflect.construct,
+      Date, Math, Proxy, global: globalThis, clock: H.clock, random: H.random, MathFloor,
+      ObjectDefineProperty, ReflectConstruct: Reflect.construct,
       DatePrototypeToString: uncurryThis(Date.prototype.toString),
     });
   }
-  origin = journalClock !== undefined ? journalClock() : nativeNow();
+  origin = journaled ? H.clock() : nativeNow();
   ObjectDefineProperty(performance, "timeOrigin", {
-    value: journalClock !== undefined ? origin : DateNow(),
+    value: journaled ? origin : DateNow(),
     enumerable: true,
     writable: false,
     configurable: false,

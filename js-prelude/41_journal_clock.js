@@ -1,10 +1,9 @@
 // The run's clock and random numbers for a run that may pause (src/sandbox/journal.rs),
 // loaded by `startClock` (40_timers.js) before such a run's program runs: the body of
 // `function (P) { … }`. It puts the host's clock (`P.clock`) and random numbers
-// (`P.random`, both added to `P` by the host when this loads), which the host records so
-// that the run resumed later replays the same readings and numbers, in front of the
-// engine's: `Date.now()`, `new Date()`, `Date()` and `Math.random()` (`performance.now()`
-// reads the host's clock in 40_timers.js, which the host's loader returns).
+// (`P.random`), which the host records so that the run resumed later replays the same
+// readings and numbers, in front of the engine's: `Date.now()`, `new Date()`, `Date()`
+// and `Math.random()` (`performance.now()` reads `P.clock` in 40_timers.js).
 "use strict";
 
 const { Date: NativeDate, Math, Proxy, global, clock, random, MathFloor, ObjectDefineProperty, ReflectConstruct, DatePrototypeToString } = P;

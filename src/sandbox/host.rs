@@ -29,22 +29,31 @@ pub(super) struct Host<'js> {
     /// (enumerable) and, when that differs and is free, its alias (not enumerable); none
     /// writable or configurable. 20_tools.js gives it its prototype and freezes it.
     tools: Object<'js>,
+    /// `unknownTool(name)` → the message naming the available tools.
+    unknown_tool: Function<'js>,
     /// `log(level, text)`: one console line.
     log: Function<'js>,
     /// `load(module, primordials)`: loads a module of the prelude that runs only when a run
     /// first needs it, and returns what it gives (see [`Lazy`]): `"discovery"` →
     /// `{ search, describe, unknown }` (22_discovery.js, given the host's `searchTools` and
-    /// `describeTools` and `unknownTool`, made then: see [`discovery_functions`]), `"inspect"` →
+    /// `describeTools`, made then: see [`discovery_functions`]), `"inspect"` →
     /// `{ formatArgs, inspect }` (31_inspect.js), `"arrayChecks"` →
-    /// `check(name, self, args)` (36_array_checks.js, given the host's `isProxy(value)` in `P`),
-    /// `"journalClock"` → the host's `clock` (41_journal_clock.js, given the host's `clock`
-    /// and `random` in `P`, made then: see [`journal_functions`]), `"timers"` → `{ start, stop, fire }` (42_timer_table.js,
+    /// `check(name, self, args)` (36_array_checks.js), `"journalClock"` → `undefined`
+    /// (41_journal_clock.js), `"timers"` → `{ start, stop, fire }` (42_timer_table.js,
     /// given the host's `setTimer` and `clearTimer`, made then: see [`timer_functions`]).
     /// Throws for any other name.
     load: Function<'js>,
+    /// `clock()` → milliseconds since the epoch, fractional and never going back; recorded,
+    /// or replayed, by a run that may pause (see `journal.rs`).
+    clock: Function<'js>,
+    /// `random()` → the next `Math.random` value of a run that may pause.
+    random: Function<'js>,
     /// `programStack(text)`: a stack trace the engine wrote, with the program's positions
     /// in the model's own source (see [`crate::program::Program::stack_in_source`]).
     program_stack: Function<'js>,
+    /// `isProxy(value)`: whether `value` is a Proxy (which JavaScript cannot tell without
+    /// running its traps); the array checks read a `length` only when no code runs for it.
+    is_proxy: Function<'js>,
     /// `maxArrayLength`: the longest array the memory limit can hold (see
     /// [`guards::max_array_length`]); the array checks refuse longer lengths.
     max_array_length: f64,
@@ -92,6 +101,21 @@ impl<'js> Host<'js> {
             }
         }
 
+        let unknown_state = state.clone();
+        let unknown_tool =
+            Function::new(ctx.clone(), move |name: rquickjs::String<'js>| -> String {
+                // A lone surrogate (no tool name has one) is shown replaced.
+                let name = name.to_string().unwrap_or_else(|_| "\u{FFFD}".to_owned());
+                let st = lock(&unknown_state);
+                let names: Vec<String> = st
+                    .calls
+                    .tool_names()
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect();
+                unknown_tool_in_program(&name, &names)
+            })?;
+
         let (load_state, load_bridge, load_floor) = (state.clone(), bridge.clone(), floor.clone());
         let load = Function::new(
             ctx.clone(),
@@ -107,20 +131,8 @@ impl<'js> Host<'js> {
                         prelude::load_lazy(&ctx, Lazy::Discovery, (primordials, engine))
                     }
                     "inspect" => prelude::load_inspect(&ctx, primordials).map(Object::into_value),
-                    "arrayChecks" => {
-                        // Whether a value is a Proxy, which JavaScript cannot tell without
-                        // running its traps.
-                        primordials.set(
-                            "isProxy",
-                            Function::new(ctx.clone(), |value: Value<'js>| value.is_proxy())?,
-                        )?;
-                        prelude::load_lazy(&ctx, Lazy::ArrayChecks, (primordials,))
-                    }
-                    "journalClock" => {
-                        let clock = journal_functions(&ctx, &load_state, &primordials)?;
-                        prelude::load_lazy::<_, ()>(&ctx, Lazy::JournalClock, (primordials,))?;
-                        Ok(clock.into_value())
-                    }
+                    "arrayChecks" => prelude::load_lazy(&ctx, Lazy::ArrayChecks, (primordials,)),
+                    "journalClock" => prelude::load_lazy(&ctx, Lazy::JournalClock, (primordials,)),
                     "timers" => {
                         let engine = timer_functions(&ctx, &load_state)?;
                         prelude::load_lazy(&ctx, Lazy::TimerTable, (primordials, engine))
@@ -156,6 +168,26 @@ impl<'js> Host<'js> {
             },
         )?;
 
+        let clock_state = state.clone();
+        let clock = Function::new(ctx.clone(), move || -> f64 {
+            let mut st = lock(&clock_state);
+            match st.journal.as_mut() {
+                Some(journal) => journal.clock(),
+                None => super::journal::epoch_ms(),
+            }
+        })?;
+        let random_state = state.clone();
+        let random = Function::new(ctx.clone(), move || -> f64 {
+            let mut st = lock(&random_state);
+            match st.journal.as_mut() {
+                Some(journal) => journal.random(),
+                // Only a run with a journal asks; any other gets a number all the same.
+                None => super::journal::Recorder::new(0).random(),
+            }
+        })?;
+
+        let is_proxy = Function::new(ctx.clone(), |value: Value<'js>| value.is_proxy())?;
+
         let stack_state = state.clone();
         let program_stack = Function::new(
             ctx.clone(),
@@ -175,10 +207,14 @@ impl<'js> Host<'js> {
         )?;
 
         Ok(Host {
+            is_proxy,
             program_stack,
             tools: tool_object,
+            unknown_tool,
             log,
             load,
+            clock,
+            random,
             max_array_length: guards::max_array_length(memory),
         })
     }
@@ -187,45 +223,17 @@ impl<'js> Host<'js> {
     pub(super) fn into_object(self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
         let host = Object::new(ctx.clone())?;
         host.set("tools", self.tools)?;
+        host.set("unknownTool", self.unknown_tool)?;
         host.set("load", self.load)?;
         host.set("log", self.log)?;
+        host.set("clock", self.clock)?;
+        host.set("random", self.random)?;
         host.set("maxArrayLength", self.max_array_length)?;
         host.set("maxSortLength", guards::MAX_SORT_LENGTH)?;
+        host.set("isProxy", self.is_proxy)?;
         host.set("programStack", self.program_stack)?;
         Ok(host)
     }
-}
-
-/// The host's side of the recorded clock of a run that may pause, made when the journal
-/// clock module (41_journal_clock.js) loads, and put in its `P`: `clock()` → milliseconds
-/// since the epoch, fractional and never going back, and `random()` → the next
-/// `Math.random` value, each recorded, or replayed, by the run's journal (see `journal.rs`).
-/// Returns `clock`, which `performance.now()` reads from then on.
-fn journal_functions<'js>(
-    ctx: &Ctx<'js>,
-    state: &Shared,
-    primordials: &Object<'js>,
-) -> rquickjs::Result<Function<'js>> {
-    let clock_state = state.clone();
-    let clock = Function::new(ctx.clone(), move || -> f64 {
-        let mut st = lock(&clock_state);
-        match st.journal.as_mut() {
-            Some(journal) => journal.clock(),
-            None => super::journal::epoch_ms(),
-        }
-    })?;
-    let random_state = state.clone();
-    let random = Function::new(ctx.clone(), move || -> f64 {
-        let mut st = lock(&random_state);
-        match st.journal.as_mut() {
-            Some(journal) => journal.random(),
-            // Only a run with a journal asks; any other gets a number all the same.
-            None => super::journal::Recorder::new(0).random(),
-        }
-    })?;
-    primordials.set("clock", clock.clone())?;
-    primordials.set("random", random)?;
-    Ok(clock)
 }
 
 /// The host's side of the timers, made when the timer table (42_timer_table.js) loads:
@@ -254,10 +262,8 @@ fn timer_functions<'js>(ctx: &Ctx<'js>, state: &Shared) -> rquickjs::Result<Obje
 /// The host's side of `tools.$search` and `tools.$describe`, made when the discovery module
 /// loads (a run that never calls them makes neither): an object without prototype holding
 /// `searchTools(query, limit)` → `[{name, description}, …]` (see
-/// [`crate::discovery::search`]), `describeTools(names)` → the declarations of those
-/// tools, which throws when one is no tool (see [`crate::discovery::describe`]), and
-/// `unknownTool(name)` → the message for a name that is no tool, naming the available
-/// ones.
+/// [`crate::discovery::search`]) and `describeTools(names)` → the declarations of those
+/// tools, which throws when one is no tool (see [`crate::discovery::describe`]).
 fn discovery_functions<'js>(
     ctx: &Ctx<'js>,
     state: &Shared,
@@ -309,23 +315,9 @@ fn discovery_functions<'js>(
     )?;
 
     let engine = Object::new(ctx.clone())?;
-    let unknown_state = state.clone();
-    let unknown_tool = Function::new(ctx.clone(), move |name: rquickjs::String<'js>| -> String {
-        // A lone surrogate (no tool name has one) is shown replaced.
-        let name = name.to_string().unwrap_or_else(|_| "\u{FFFD}".to_owned());
-        let st = lock(&unknown_state);
-        let names: Vec<String> = st
-            .calls
-            .tool_names()
-            .iter()
-            .map(|t| t.to_string())
-            .collect();
-        unknown_tool_in_program(&name, &names)
-    })?;
     engine.set_prototype(None)?;
     engine.set("searchTools", search_tools)?;
     engine.set("describeTools", describe_tools)?;
-    engine.set("unknownTool", unknown_tool)?;
     Ok(engine)
 }
 
