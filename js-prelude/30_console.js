@@ -36,4 +36,6 @@ const console = {
 };
 
 internals.console = console;
-internals.inspect = (value) => format().inspect(value);
+// What the host shows (a result that is not JSON, an unhandled rejection's reason): as
+// `console.log` shows it, lone surrogates as U+FFFD.
+internals.inspect = (value) => StringPrototypeToWellFormed(format().inspect(value));

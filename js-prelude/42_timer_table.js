@@ -22,15 +22,18 @@ function start(callback, ms, args, repeat) {
   }
   const id = nextId++;
   const delay = delayOf(ms);
-  timers[id] = { callback, args, repeat, delay };
+  timers[id] = { id, callback, args, repeat, delay };
   setTimer(id, delay);
   return id;
 }
 
+// `id` as the program gives it: a number, or anything that names one as a property key
+// (read once); the host is told the timer's own number.
 function stop(id) {
-  if (timers[id] !== undefined) {
-    delete timers[id];
-    clearTimer(id);
+  const timer = timers[id];
+  if (timer !== undefined) {
+    delete timers[timer.id];
+    clearTimer(timer.id);
   }
 }
 

@@ -614,6 +614,14 @@ impl Driver<'_> {
             .is_some_and(Recorder::paused);
         if self.stopped().is_none() && !paused {
             self.report_unhandled(ctx, js, &tracking, promise.as_value());
+            // Logging them ran past a limit (the deadline, or the console's): the run ends
+            // as one whose program logged that much would (found by a hostile review: the
+            // lines past the limit were dropped and the run said `ok`).
+            if result.is_ok()
+                && let Some(stopped) = self.stopped()
+            {
+                return Err(stopped);
+            }
         }
         result
     }
@@ -766,7 +774,7 @@ impl Driver<'_> {
             }
             self.take_ready();
             let (next_timer, queued) = {
-                let st = lock(self.state);
+                let mut st = lock(self.state);
                 (st.timers.next_due(), st.calls.any_queued())
             };
             if self.inflight.is_empty() && !queued && next_timer.is_none() {

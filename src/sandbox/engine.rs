@@ -128,10 +128,14 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
     let Some(tracker) = ctx.userdata::<Tracker<'js>>() else {
         return;
     };
-    let mut unhandled = tracker.unhandled.borrow_mut();
+    // Never re-entered (nothing here runs JavaScript); a value it lets go is freed after
+    // the borrow ends all the same.
+    let Ok(mut unhandled) = tracker.unhandled.try_borrow_mut() else {
+        return;
+    };
     let key = address(&promise);
-    if handled {
-        unhandled.waiting.remove(&key);
+    let released = if handled {
+        unhandled.waiting.remove(&key)
     } else {
         let order = unhandled.next;
         unhandled.next += 1;
@@ -142,8 +146,10 @@ fn report_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>,
                 promise,
                 reason,
             },
-        );
-    }
+        )
+    };
+    drop(unhandled);
+    drop(released);
 }
 
 /// The address of the object `value` holds (a promise, for the tracker): what tells one

@@ -3,7 +3,9 @@
 //!
 //! The prelude keeps each timer's callback and arguments and numbers the timers; the host
 //! keeps only `(due, id)` and which ids are still set. A cleared timer stays in the heap
-//! until it comes up and is skipped. A repeating timer is set again by the prelude each
+//! until it comes up and is skipped, or until cleared entries outnumber the timers still
+//! set (and a few more), when the heap keeps only those: host memory stays in proportion
+//! to the timers the program holds. A repeating timer is set again by the prelude each
 //! time it fires.
 
 use std::cmp::Reverse;
@@ -44,20 +46,36 @@ impl Timers {
         self.active.insert(id, self.settings);
         self.heap
             .push(Reverse((Instant::now() + delay, self.settings, id)));
+        self.compact();
     }
 
     /// `host.clearTimer(id)`: timer `id` no longer fires.
     pub(super) fn clear(&mut self, id: u64) {
         self.active.remove(&id);
+        self.compact();
     }
 
-    /// When the next timer that is still set is due.
-    pub(super) fn next_due(&self) -> Option<Instant> {
-        self.heap
-            .iter()
-            .filter(|Reverse((_, setting, id))| self.active.get(id) == Some(setting))
-            .map(|Reverse((at, _, _))| *at)
-            .min()
+    /// Drops the entries of timers cleared or set again once they are more than the timers
+    /// still set, plus 64: each drop halves the heap at least, so it costs O(1) amortized
+    /// per clear.
+    fn compact(&mut self) {
+        if self.heap.len() > 2 * self.active.len() + 64 {
+            let active = &self.active;
+            self.heap
+                .retain(|Reverse((_, setting, id))| active.get(id) == Some(setting));
+        }
+    }
+
+    /// When the next timer that is still set is due (entries of cleared timers at the top
+    /// are dropped on the way).
+    pub(super) fn next_due(&mut self) -> Option<Instant> {
+        while let Some(Reverse((at, setting, id))) = self.heap.peek() {
+            if self.active.get(id) == Some(setting) {
+                return Some(*at);
+            }
+            self.heap.pop();
+        }
+        None
     }
 
     /// Takes the next timer due by `now` that is still set, if any.
@@ -143,4 +161,32 @@ pub(super) fn fire_replayed<'js>(
         run_jobs(ctx, flags).map_err(|JobThrew| Uncaught::Microtask)?;
     }
     Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Timers;
+
+    /// Entries of cleared timers, and of earlier settings of a timer set again, do not pile
+    /// up: the heap stays within twice the timers still set, plus 64.
+    #[test]
+    fn cleared_and_reset_timers_leave_the_heap_in_proportion_to_those_still_set() {
+        let mut timers = Timers::default();
+        for id in 1..=100_000 {
+            timers.set(id, 1.0e9);
+            timers.clear(id);
+        }
+        assert!(timers.heap.len() <= 64, "{}", timers.heap.len());
+        assert_eq!(timers.next_due(), None);
+        for _ in 0..100_000 {
+            timers.set(7, 1.0e9);
+        }
+        assert!(timers.heap.len() <= 2 + 64, "{}", timers.heap.len());
+        timers.set(8, 0.0);
+        let due = timers.next_due().unwrap();
+        assert!(due <= std::time::Instant::now());
+        assert_eq!(timers.pop_due(std::time::Instant::now()), Some(8));
+        assert!(timers.take(7));
+        assert_eq!(timers.next_due(), None);
+    }
 }

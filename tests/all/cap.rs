@@ -242,6 +242,25 @@ async fn a_log_flood_streams_to_the_spill_and_keeps_head_and_tail() {
     assert_eq!(lines[200_000], "result: \"done\"");
 }
 
+/// Unhandled rejections logged when the program has ended count against the console limit
+/// as `console.log` does (found by a hostile review: past the limit, the lines were dropped
+/// and the run said `ok`).
+#[tokio::test]
+async fn unhandled_rejections_past_the_console_limit_end_the_run_with_a_clear_error() {
+    let config = RunCodeConfig::default()
+        .limits(Limits::default().max_console_bytes(1 << 20))
+        .output_cap(5_000);
+    let h = Harness::with_config(config);
+    let e = h
+        .err("const s = 'x'.repeat(1000); for (let i = 0; i < 2000; i++) Promise.reject(s); return 'done'")
+        .await;
+    assert_eq!(e["name"], "LimitError", "{e:#}");
+    assert_eq!(
+        e["message"],
+        "the program's console output passed its limit of 1048576 bytes; the output up to there is kept"
+    );
+}
+
 #[tokio::test]
 async fn past_the_console_limit_the_run_ends_with_a_clear_error() {
     let config = RunCodeConfig::default()

@@ -1014,6 +1014,16 @@ async fn rejections_handled_later_are_forgotten_and_the_rest_reported_in_order()
         .iter()
         .map(|l| l["text"].as_str().unwrap())
         .collect();
+    // A reason with a lone surrogate is shown with U+FFFD, as `console.log` shows it
+    // (found by a hostile review: the whole line was replaced by a notice).
+    let v = h
+        .run("Promise.reject('bad \\uD800 reason'); return 1")
+        .await;
+    assert_eq!(
+        v["logs"],
+        json!([{"level": "error", "text": "Unhandled promise rejection: 'bad \u{FFFD} reason'"}]),
+        "{v:#}"
+    );
     assert_eq!(
         texts,
         [
@@ -1053,6 +1063,20 @@ return [bad, order]"#)
         v,
         json!([[true, "the callback must be a function"], ["i", 3]])
     );
+    // An id that names a timer as a property key clears it (found by a hostile review: the
+    // host was handed the id as given, and refused it with the engine's conversion text).
+    let v = h
+        .ok(r#"
+const fired = [];
+const ids = [0, 1, 2, 3].map((i) => setTimeout(() => fired.push(i), 5));
+clearTimeout(String(ids[0]));
+clearTimeout({ toString() { return String(ids[1]) } });
+clearInterval([ids[2]]);
+clearTimeout("no such timer");
+await new Promise((r) => setTimeout(r, 30));
+return fired"#)
+        .await;
+    assert_eq!(v, json!([3]));
 }
 
 #[tokio::test]
