@@ -5,15 +5,16 @@
 // This file is the top of the body of `function (host, internals) { ... }`, not a function
 // of its own: its constants are in scope in every later file (each of which is a block
 // inside it), so using one is a local read, and none costs a property on an
-// object. The two objects built from them are smaller: `internals.primordials` holds what
-// the host reads (src/sandbox/convert.rs and bridge.rs), and `inspectPrimordials()` builds
-// what the inspect module reads, when it loads.
+// object. `internals.primordials` holds what the host reads (src/sandbox/convert.rs and
+// bridge.rs); each lazy module gets what it reads when it loads.
 //
 // `uncurryThis(fn)` makes `fn(self, ...args)` from a method: a closure over `ReflectApply`,
 // not a bind, which costs more to make (it reads the `name` and `length` of what it binds
-// and builds a name). Methods only the inspect module calls are captured as they are, in
-// one list without names (`printerMethods`), and named and wrapped when it loads: every
-// name and wrapper here costs every run, and most runs never print.
+// and builds a name). Every function made here costs every run (making it, and freeing it
+// and its bytecode at the end), so methods only the lazy modules call are captured as
+// they are (lower-case names: call them with `ReflectApply`), and wrapped when a module
+// loads; those only the inspect module calls are one list without names
+// (`printerMethods`), named there. Most runs never print, search or time.
 "use strict";
 
 const {
@@ -38,24 +39,21 @@ const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ObjectSetPrototypeOf = Object.setPrototypeOf;
 const ObjectIs = Object.is;
-const ObjectPrototypeHasOwnProperty = uncurryThis(ObjectPrototype.hasOwnProperty);
+const ObjectHasOwn = Object.hasOwn;
 const ArrayIsArray = Array.isArray;
-const StringPrototypeSlice = uncurryThis(String.prototype.slice);
-const StringPrototypeToWellFormed = uncurryThis(String.prototype.toWellFormed);
-const PromiseRejectStatic = Promise.reject;
-const PromiseResolveStatic = Promise.resolve;
-const PromiseReject = (reason) => ReflectApply(PromiseRejectStatic, Promise, [reason]);
-const PromiseResolve = (value) => ReflectApply(PromiseResolveStatic, Promise, [value]);
-const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
-const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
-const TypedArrayPrototypeGetLength = uncurryThis(getterOf(TypedArrayPrototype, "length"));
+const stringSlice = String.prototype.slice;
+const stringToWellFormed = String.prototype.toWellFormed;
+const promiseReject = Promise.reject;
+const promiseResolve = Promise.resolve;
+const weakMapGet = WeakMap.prototype.get;
+const weakMapSet = WeakMap.prototype.set;
+const typedArrayLength = getterOf(TypedArrayPrototype, "length");
 const ArrayBufferIsView = ArrayBuffer.isView;
 const DateNow = Date.now;
 const MathFloor = Math.floor;
 const MathMin = Math.min;
 const enginePerformance = performance;
 const enginePerformanceNow = enginePerformance.now;
-const performanceNow = () => ReflectApply(enginePerformanceNow, enginePerformance, []);
 
 // Read only by the inspect module, which names them, in this order (`PRINTER_METHODS` in
 // 31_inspect.js), and wraps them when it loads. The regular expression accessors read its
@@ -66,11 +64,8 @@ const StringPrototype = String.prototype;
 const FunctionPrototypeToString = Function.prototype.toString;
 const RegExpPrototype = RegExp.prototype;
 const printerMethods = [
-  ObjectPrototype.toString, ArrayPrototype.push, ArrayPrototype.join,
-  StringPrototype.charCodeAt, StringPrototype.startsWith, StringPrototype.padStart,
-  StringPrototype.includes, StringPrototype.repeat, StringPrototype.valueOf,
-  Number.prototype.toString, Number.prototype.valueOf, Boolean.prototype.valueOf,
-  BigInt.prototype.toString, Symbol.prototype.toString, FunctionPrototypeToString,
+  ObjectPrototype.toString, StringPrototype.charCodeAt, StringPrototype.includes,
+  StringPrototype.valueOf, Number.prototype.valueOf, Boolean.prototype.valueOf,
   Date.prototype.getTime, Date.prototype.toISOString, getterOf(Map.prototype, "size"),
   Map.prototype.forEach, Set.prototype.forEach, getterOf(Set.prototype, "size"),
   getterOf(ArrayBuffer.prototype, "byteLength"), getterOf(TypedArrayPrototype, Symbol.toStringTag),
@@ -114,16 +109,6 @@ let ErrorStackGetter;
 internals.primordials = {
   __proto__: null,
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
-  ArrayBuffer, RegExp, ArrayBufferIsView, ObjectPrototypeHasOwnProperty, ArrayIsArray,
+  ArrayBuffer, RegExp, ArrayBufferIsView, ObjectHasOwn, ArrayIsArray,
   ObjectGetPrototypeOf, ErrorStackNative, FunctionPrototypeToString,
 };
-
-// What the inspect module reads: a new object on each call (once per run).
-const inspectPrimordials = () => ({
-  __proto__: null,
-  ObjectCreate, ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols,
-  ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
-  ObjectPrototypeHasOwnProperty, ReflectApply, ArrayIsArray, String, Number, Symbol,
-  TypeError, RangeError, StringPrototypeSlice, RegExp, MathMin, MathFloor, ArrayBufferIsView,
-  TypedArrayPrototypeGetLength, ErrorStackGetter, printerMethods,
-});

@@ -51,12 +51,8 @@ function messageOf(error) {
 // it, even rethrown later, names that line. For an unknown tool, the engine's stack text
 // where the program named it (the host takes the program's first frame).
 const sites = new WeakMap();
-function at(error, site) {
-  if (site > 0) WeakMapPrototypeSet(sites, error, site);
-  return error;
-}
 internals.siteOf = function siteOf(value) {
-  const site = WeakMapPrototypeGet(sites, value);
+  const site = ReflectApply(weakMapGet, sites, [value]);
   return site === undefined ? 0 : site;
 };
 
@@ -64,10 +60,14 @@ internals.siteOf = function siteOf(value) {
 // call that failed before or while starting (`error` is a message, or what a conversion
 // threw), and the error a call in flight rejects with; `site` as above.
 internals.failed = function failed(name, error, site) {
-  return PromiseReject(at(new ToolCallError(name, messageOf(error)), site));
+  const rejection = new ToolCallError(name, messageOf(error));
+  if (site > 0) ReflectApply(weakMapSet, sites, [rejection, site]);
+  return ReflectApply(promiseReject, Promise, [rejection]);
 };
 internals.toolError = function toolError(name, message, site) {
-  return at(new ToolCallError(name, message), site);
+  const error = new ToolCallError(name, message);
+  if (site > 0) ReflectApply(weakMapSet, sites, [error, site]);
+  return error;
 };
 
 // What tells the available tools (see "Many tools" in the README): `tools.$search` and
@@ -78,9 +78,9 @@ function discover() {
   if (discovery === undefined) {
     discovery = H.load("discovery", {
       __proto__: null,
-      Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
-      ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
-      StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool: H.unknownTool,
+      Error, ToolCallError, messageOf, Promise, promiseResolve, promiseReject,
+      ObjectDefineProperty, ArrayIsArray, ReflectApply, ErrorStackNative, stringSlice,
+      stringToWellFormed, weakMapSet, sites, unknownTool: H.unknownTool,
     });
   }
   return discovery;
@@ -110,7 +110,7 @@ ObjectDefineProperty(tools, "$search", {
     try {
       discover();
     } catch (e) {
-      return PromiseReject(new ToolCallError("$search", messageOf(e)));
+      return ReflectApply(promiseReject, Promise, [new ToolCallError("$search", messageOf(e))]);
     }
     return discovery.search(query, limit);
   },
@@ -120,7 +120,7 @@ ObjectDefineProperty(tools, "$describe", {
     try {
       discover();
     } catch (e) {
-      return PromiseReject(new ToolCallError("$describe", messageOf(e)));
+      return ReflectApply(promiseReject, Promise, [new ToolCallError("$describe", messageOf(e))]);
     }
     return discovery.describe(names);
   },

@@ -13,10 +13,12 @@
 "use strict";
 
 const {
-  Error, ToolCallError, messageOf, PromiseResolve, PromiseReject, ObjectDefineProperty,
-  ArrayIsArray, ReflectApply, ErrorStackNative, StringPrototypeSlice,
-  StringPrototypeToWellFormed, WeakMapPrototypeSet, sites, unknownTool,
+  Error, ToolCallError, messageOf, Promise, promiseResolve, promiseReject,
+  ObjectDefineProperty, ArrayIsArray, ReflectApply, ErrorStackNative, stringSlice,
+  stringToWellFormed, weakMapSet, sites, unknownTool,
 } = P;
+const PromiseResolve = (value) => ReflectApply(promiseResolve, Promise, [value]);
+const PromiseReject = (reason) => ReflectApply(promiseReject, Promise, [reason]);
 const { searchTools, describeTools } = engine;
 const MAX_QUERY = 1000;
 const MAX_NAME = 256;
@@ -90,11 +92,11 @@ function isProbe(key) {
 function unknown(key) {
   if (typeof key === "symbol" || isProbe(key)) return undefined;
   // No tool name is longer than 128 characters: a longer key is named by its start.
-  const shown = key.length > 128 ? StringPrototypeSlice(key, 0, 40) + "…" : key;
+  const shown = key.length > 128 ? ReflectApply(stringSlice, key, [0, 40]) + "…" : key;
   // A lone surrogate (no tool name has one) is shown as U+FFFD.
-  const error = new ToolCallError(shown, unknownTool(StringPrototypeToWellFormed(key)));
+  const error = new ToolCallError(shown, unknownTool(ReflectApply(stringToWellFormed, key, [])));
   const stack = ReflectApply(ErrorStackNative, new Error(), []);
-  if (typeof stack === "string") WeakMapPrototypeSet(sites, error, stack);
+  if (typeof stack === "string") ReflectApply(weakMapSet, sites, [error, stack]);
   throw error;
 }
 

@@ -7,7 +7,18 @@ const H = host;
 
 let formatter;
 function format() {
-  if (formatter === undefined) formatter = H.load("inspect", inspectPrimordials());
+  if (formatter === undefined) {
+    formatter = H.load("inspect", {
+      __proto__: null,
+      ObjectCreate, ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols,
+      ObjectGetOwnPropertyDescriptor, ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectIs,
+      ObjectHasOwn, ReflectApply, ArrayIsArray, String, Number, Symbol, TypeError, RangeError,
+      RegExp, MathMin, MathFloor, ArrayBufferIsView, ErrorStackGetter, FunctionPrototypeToString,
+      StringPrototypeSlice: uncurryThis(stringSlice),
+      StringPrototypeToWellFormed: uncurryThis(stringToWellFormed),
+      TypedArrayPrototypeGetLength: uncurryThis(typedArrayLength), printerMethods,
+    });
+  }
   return formatter;
 }
 
@@ -16,26 +27,26 @@ function format() {
 const console = {
   __proto__: ObjectPrototype,
   log(...args) {
-    H.log("log", StringPrototypeToWellFormed(format().formatArgs(args)));
+    H.log("log", format().formatArgs(args));
   },
   info(...args) {
-    H.log("info", StringPrototypeToWellFormed(format().formatArgs(args)));
+    H.log("info", format().formatArgs(args));
   },
   debug(...args) {
-    H.log("debug", StringPrototypeToWellFormed(format().formatArgs(args)));
+    H.log("debug", format().formatArgs(args));
   },
   warn(...args) {
-    H.log("warn", StringPrototypeToWellFormed(format().formatArgs(args)));
+    H.log("warn", format().formatArgs(args));
   },
   error(...args) {
-    H.log("error", StringPrototypeToWellFormed(format().formatArgs(args)));
+    H.log("error", format().formatArgs(args));
   },
   dir(value) {
-    H.log("log", StringPrototypeToWellFormed(format().inspect(value)));
+    H.log("log", format().inspect(value));
   },
 };
 
 internals.console = console;
 // What the host shows (a result that is not JSON, an unhandled rejection's reason): as
 // `console.log` shows it, lone surrogates as U+FFFD.
-internals.inspect = (value) => StringPrototypeToWellFormed(format().inspect(value));
+internals.inspect = (value) => format().inspect(value);

@@ -23,19 +23,19 @@
 // The methods 00_primordials.js captured for this module (`printerMethods`), in its order,
 // each made `method(self, ...args)` here; then the RegExp accessors (`source`, and each
 // flag's getter in the order of ECMAScript's `get RegExp.prototype.flags`, §22.2.6.4).
+// What plain operators do (a list's next item, text joined, a number's or a symbol's
+// `String`) is done with them, not with a captured method: each captured one costs every
+// run.
 const PRINTER_METHODS = [
-  "ObjectPrototypeToString", "ArrayPrototypePush", "ArrayPrototypeJoin",
-  "StringPrototypeCharCodeAt", "StringPrototypeStartsWith", "StringPrototypePadStart",
-  "StringPrototypeIncludes", "StringPrototypeRepeat", "StringPrototypeValueOf",
-  "NumberPrototypeToString", "NumberPrototypeValueOf", "BooleanPrototypeValueOf",
-  "BigIntPrototypeToString", "SymbolPrototypeToString", "FunctionPrototypeToString",
+  "ObjectPrototypeToString", "StringPrototypeCharCodeAt", "StringPrototypeIncludes",
+  "StringPrototypeValueOf", "NumberPrototypeValueOf", "BooleanPrototypeValueOf",
   "DatePrototypeGetTime", "DatePrototypeToISOString", "MapPrototypeGetSize",
   "MapPrototypeForEach", "SetPrototypeForEach", "SetPrototypeGetSize",
-  "ArrayBufferPrototypeGetByteLength",
-  "TypedArrayPrototypeGetSymbolToStringTag",
+  "ArrayBufferPrototypeGetByteLength", "TypedArrayPrototypeGetSymbolToStringTag",
 ];
 const REGEXP_FLAGS = "dgimsuvy";
 const methods = P.printerMethods;
+const ReflectApply = P.ReflectApply;
 if (methods.length !== PRINTER_METHODS.length + 1 + REGEXP_FLAGS.length) {
   throw new P.TypeError("the prelude's printerMethods do not match PRINTER_METHODS");
 }
@@ -46,16 +46,13 @@ for (let i = 0; i < PRINTER_METHODS.length; i++) {
 
 const {
   ObjectGetOwnPropertyNames, ObjectGetOwnPropertySymbols, ObjectGetOwnPropertyDescriptor,
-  ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectPrototypeHasOwnProperty, ObjectIs, ObjectCreate, ReflectApply,
-  ArrayIsArray, ArrayPrototypePush, ArrayPrototypeJoin, String, 
-  StringPrototypeSlice, StringPrototypeRepeat, StringPrototypeIncludes, SymbolPrototypeToString,
-  FunctionPrototypeToString,
+  ObjectGetPrototypeOf, ObjectSetPrototypeOf, ObjectHasOwn, ObjectIs, ObjectCreate,
+  ArrayIsArray, String, StringPrototypeSlice, StringPrototypeIncludes,
+  StringPrototypeCharCodeAt, StringPrototypeToWellFormed, FunctionPrototypeToString,
   DatePrototypeGetTime, DatePrototypeToISOString, MapPrototypeForEach, MapPrototypeGetSize,
   SetPrototypeForEach, SetPrototypeGetSize, ArrayBufferIsView, ArrayBufferPrototypeGetByteLength,
-  TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, NumberPrototypeToString,
-  BigIntPrototypeToString, RegExp, MathMin, Number,
+  TypedArrayPrototypeGetLength, TypedArrayPrototypeGetSymbolToStringTag, RegExp, MathMin, Number,
 } = P;
-const StringPrototypePadStart = P.StringPrototypePadStart;
 
 // `/source/flags` of a regular expression, from the engine's accessors; throws a TypeError
 // for an object that is not one.
@@ -120,14 +117,35 @@ function isIdentifier(key) {
   return true;
 }
 
-// A list of the formatter's own: an array without a prototype.
+// A list of the formatter's own: an array without a prototype, so that `add` and `joined`
+// reach nothing a program defined (an index setter on `Array.prototype`, say).
 function list() {
   return ObjectSetPrototypeOf([], null);
 }
 
+// Puts `item` at the end of `items`, a list.
+function add(items, item) {
+  items[items.length] = item;
+}
+
+// The strings of `items`, a list, with `separator` between each two.
+function joined(items, separator) {
+  if (items.length === 0) return "";
+  let out = items[0];
+  for (let i = 1; i < items.length; i++) out += separator + items[i];
+  return out;
+}
+
+const HEX = "0123456789abcdef";
+
+// `code` (below 0x10000) as four lower-case hex digits.
+function hex4(code) {
+  return HEX[(code >> 12) & 15] + HEX[(code >> 8) & 15] + HEX[(code >> 4) & 15] + HEX[code & 15];
+}
+
 // `object[key]` when it is an own member (of a property descriptor), else undefined.
 function own(object, key) {
-  return ObjectPrototypeHasOwnProperty(object, key) ? object[key] : undefined;
+  return ObjectHasOwn(object, key) ? object[key] : undefined;
 }
 
 // The value of `object`'s own data property `key`; undefined for an accessor or none.
@@ -182,7 +200,7 @@ function dataLookup(object, key, fallback) {
     let desc;
     try { desc = ObjectGetOwnPropertyDescriptor(obj, key); } catch { return fallback; }
     if (desc !== undefined) {
-      return ObjectPrototypeHasOwnProperty(desc, "value") ? desc.value : fallback;
+      return ObjectHasOwn(desc, "value") ? desc.value : fallback;
     }
     try { obj = ObjectGetPrototypeOf(obj); } catch { return fallback; }
   }
@@ -240,16 +258,16 @@ function quote(s) {
 }
 
 function formatKey(key) {
-  if (typeof key === "symbol") return "[" + SymbolPrototypeToString(key) + "]";
+  if (typeof key === "symbol") return "[" + String(key) + "]";
   return isIdentifier(key) ? key : quote(key);
 }
 
 function functionLabel(fn) {
   let source = "";
-  try { source = FunctionPrototypeToString(fn); } catch { /* native or revoked */ }
+  try { source = ReflectApply(FunctionPrototypeToString, fn, []); } catch { /* native or revoked */ }
   let name = ownValue(fn, "name");
   if (typeof name !== "string") name = "";
-  const starts = (prefix) => P.StringPrototypeStartsWith(source, prefix);
+  const starts = (prefix) => StringPrototypeSlice(source, 0, prefix.length) === prefix;
   if (engine.isClassSource(source)) return "[class " + (name || "(anonymous)") + "]";
   // `async` as a keyword, not the start of a name (`asyncData => …`).
   // Indexed only within the text (past its end a read would reach String.prototype).
@@ -271,7 +289,7 @@ function errorStack(err) {
     let desc;
     try { desc = ObjectGetOwnPropertyDescriptor(obj, "stack"); } catch { return undefined; }
     if (desc !== undefined) {
-      if (ObjectPrototypeHasOwnProperty(desc, "value")) return desc.value;
+      if (ObjectHasOwn(desc, "value")) return desc.value;
       const get = own(desc, "get");
       if (get === undefined || get !== P.ErrorStackGetter) return undefined;
       try { return ReflectApply(get, err, []); } catch { return undefined; }
@@ -333,16 +351,16 @@ function join(prefix, items, open, close) {
     if (StringPrototypeIncludes(items[i], "\n")) multiline = true;
   }
   if (!multiline && total <= LINE_WIDTH) {
-    return prefix + open + " " + ArrayPrototypeJoin(items, ", ") + " " + close;
+    return prefix + open + " " + joined(items, ", ") + " " + close;
   }
   // Relative to where the block starts: a block nested in another is indented once more
   // by the outer one (its lines after the first, here).
   const pad = "  ";
   const lines = list();
   for (let i = 0; i < items.length; i++) {
-    ArrayPrototypePush(lines, pad + indentLines(items[i], pad));
+    add(lines, pad + indentLines(items[i], pad));
   }
-  return prefix + open + "\n" + ArrayPrototypeJoin(lines, ",\n") + "\n" + close;
+  return prefix + open + "\n" + joined(lines, ",\n") + "\n" + close;
 }
 
 function formatProperties(value, keys, depth, seen, out) {
@@ -352,12 +370,12 @@ function formatProperties(value, keys, depth, seen, out) {
     try { desc = ObjectGetOwnPropertyDescriptor(value, key); } catch (e) { desc = undefined; }
     if (desc === undefined || own(desc, "enumerable") !== true) continue;
     let shown;
-    if (!ObjectPrototypeHasOwnProperty(desc, "value")) {
+    if (!ObjectHasOwn(desc, "value")) {
       shown = accessorLabel(desc);
     } else {
       shown = formatValue(desc.value, depth + 1, seen);
     }
-    ArrayPrototypePush(out, formatKey(key) + ": " + shown);
+    add(out, formatKey(key) + ": " + shown);
   }
 }
 
@@ -365,8 +383,8 @@ function ownKeys(value) {
   const names = ObjectGetOwnPropertyNames(value);
   const symbols = ObjectGetOwnPropertySymbols(value);
   const keys = list();
-  for (let i = 0; i < names.length; i++) ArrayPrototypePush(keys, names[i]);
-  for (let i = 0; i < symbols.length; i++) ArrayPrototypePush(keys, symbols[i]);
+  for (let i = 0; i < names.length; i++) add(keys, names[i]);
+  for (let i = 0; i < symbols.length; i++) add(keys, symbols[i]);
   return keys;
 }
 
@@ -398,7 +416,7 @@ function formatObject(value, depth, seen) {
     if (isArray) return "[Array]";
     return ctor === null ? "[Object: null prototype]" : "[" + (ctor || "Object") + "]";
   }
-  ArrayPrototypePush(seen, value);
+  add(seen, value);
   try {
     const items = list();
     if (isArray) {
@@ -412,21 +430,21 @@ function formatObject(value, depth, seen) {
           continue;
         }
         if (holes > 0) {
-          ArrayPrototypePush(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
+          add(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
           holes = 0;
         }
-        ArrayPrototypePush(items, ObjectPrototypeHasOwnProperty(desc, "value")
+        add(items, ObjectHasOwn(desc, "value")
           ? formatValue(desc.value, depth + 1, seen)
           : accessorLabel(desc));
       }
-      if (holes > 0) ArrayPrototypePush(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
-      if (length > shown) ArrayPrototypePush(items, "... " + (length - shown) + " more item" + (length - shown > 1 ? "s" : ""));
+      if (holes > 0) add(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
+      if (length > shown) add(items, "... " + (length - shown) + " more item" + (length - shown > 1 ? "s" : ""));
       const keys = ownKeys(value);
       const extra = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
         if (k === "length" || isIndex(k)) continue;
-        ArrayPrototypePush(extra, k);
+        add(extra, k);
       }
       formatProperties(value, extra, depth, seen, items);
       const prefix = ctor && ctor !== "Array" ? ctor + "(" + length + ") " : "";
@@ -437,19 +455,19 @@ function formatObject(value, depth, seen) {
       let count = 0;
       MapPrototypeForEach(value, (v, k) => {
         if (count++ < MAX_ARRAY_ITEMS) {
-          ArrayPrototypePush(items, formatValue(k, depth + 1, seen) + " => " + formatValue(v, depth + 1, seen));
+          add(items, formatValue(k, depth + 1, seen) + " => " + formatValue(v, depth + 1, seen));
         }
       });
-      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
+      if (size > MAX_ARRAY_ITEMS) add(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
       return join("Map(" + size + ") ", items, "{", "}");
     }
     if (kind === "Set") {
       const size = SetPrototypeGetSize(value);
       let count = 0;
       SetPrototypeForEach(value, (v) => {
-        if (count++ < MAX_ARRAY_ITEMS) ArrayPrototypePush(items, formatValue(v, depth + 1, seen));
+        if (count++ < MAX_ARRAY_ITEMS) add(items, formatValue(v, depth + 1, seen));
       });
-      if (size > MAX_ARRAY_ITEMS) ArrayPrototypePush(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
+      if (size > MAX_ARRAY_ITEMS) add(items, "... " + (size - MAX_ARRAY_ITEMS) + " more items");
       return join("Set(" + size + ") ", items, "{", "}");
     }
     if (ArrayBufferIsView(value)) {
@@ -460,8 +478,8 @@ function formatObject(value, depth, seen) {
         if (tag !== "DataView") length = TypedArrayPrototypeGetLength(value);
       } catch { /* DataView */ }
       const shown = MathMin(length, MAX_ARRAY_ITEMS);
-      for (let i = 0; i < shown; i++) ArrayPrototypePush(items, formatValue(value[i], depth + 1, seen));
-      if (length > shown) ArrayPrototypePush(items, "... " + (length - shown) + " more items");
+      for (let i = 0; i < shown; i++) add(items, formatValue(value[i], depth + 1, seen));
+      if (length > shown) add(items, "... " + (length - shown) + " more items");
       return join(tag + "(" + length + ") ", items, "[", "]");
     }
     if (kind === "ArrayBuffer") {
@@ -486,7 +504,7 @@ function formatObject(value, depth, seen) {
       const named = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
-        if (!isIndex(k)) ArrayPrototypePush(named, k);
+        if (!isIndex(k)) add(named, k);
       }
       keys = named;
     }
@@ -501,11 +519,11 @@ function formatObject(value, depth, seen) {
 function formatValue(value, depth, seen) {
   switch (typeof value) {
     case "string": return quote(value);
-    case "number": return ObjectIs(value, -0) ? "-0" : NumberPrototypeToString(value);
-    case "bigint": return BigIntPrototypeToString(value) + "n";
+    case "number": return ObjectIs(value, -0) ? "-0" : String(value);
+    case "bigint": return String(value) + "n";
     case "boolean": return value ? "true" : "false";
     case "undefined": return "undefined";
-    case "symbol": return SymbolPrototypeToString(value);
+    case "symbol": return String(value);
     default: {
       if (value === null) return "null";
       // A proxy is shown as its target (its traps are the program's code).
@@ -554,26 +572,26 @@ function jsonText(value, stack) {
   for (let i = 0; i < stack.length; i++) {
     if (stack[i] === value) throw CIRCULAR;
   }
-  ArrayPrototypePush(stack, value);
+  add(stack, value);
   const parts = list();
   if (ArrayIsArray(value)) {
     const length = value.length;
     for (let i = 0; i < length; i++) {
       const item = jsonText(value[i], stack);
-      ArrayPrototypePush(parts, item === undefined ? "null" : item);
+      add(parts, item === undefined ? "null" : item);
     }
     stack.length -= 1;
-    return "[" + ArrayPrototypeJoin(parts, ",") + "]";
+    return "[" + joined(parts, ",") + "]";
   }
   const keys = ObjectGetOwnPropertyNames(value);
   for (let i = 0; i < keys.length; i++) {
     const desc = ObjectGetOwnPropertyDescriptor(value, keys[i]);
     if (desc === undefined || own(desc, "enumerable") !== true) continue;
     const item = jsonText(value[keys[i]], stack);
-    if (item !== undefined) ArrayPrototypePush(parts, jsonString(keys[i]) + ":" + item);
+    if (item !== undefined) add(parts, jsonString(keys[i]) + ":" + item);
   }
   stack.length -= 1;
-  return "{" + ArrayPrototypeJoin(parts, ",") + "}";
+  return "{" + joined(parts, ",") + "}";
 }
 
 const JSON_ESCAPES = {
@@ -587,16 +605,16 @@ function jsonString(text) {
   let from = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
-    const code = P.StringPrototypeCharCodeAt(text, i);
+    const code = StringPrototypeCharCodeAt(text, i);
     let e = JSON_ESCAPES[c];
-    if (e === undefined && code < 0x20) e = "\\u" + StringPrototypePadStart(NumberPrototypeToString(code, 16), 4, "0");
+    if (e === undefined && code < 0x20) e = "\\u" + hex4(code);
     if (e === undefined && code >= 0xd800 && code <= 0xdfff) {
-      const next = i + 1 < text.length ? P.StringPrototypeCharCodeAt(text, i + 1) : 0;
+      const next = i + 1 < text.length ? StringPrototypeCharCodeAt(text, i + 1) : 0;
       if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
         i++;
         continue;
       }
-      e = "\\u" + NumberPrototypeToString(code, 16);
+      e = "\\u" + hex4(code);
     }
     if (e !== undefined) {
       out += StringPrototypeSlice(text, from, i) + e;
@@ -614,7 +632,7 @@ function substitute(spec, arg) {
     case "s": return typeof arg === "string" ? arg : inspect(arg);
     case "d":
     case "i": {
-      if (typeof arg === "bigint") return BigIntPrototypeToString(arg) + "n";
+      if (typeof arg === "bigint") return String(arg) + "n";
       if (typeof arg === "symbol") return "NaN";
       const n = Number(arg);
       return spec === "i" ? String(n < 0 ? -P.MathFloor(-n) : P.MathFloor(n)) : String(n);
@@ -667,14 +685,18 @@ function formatArgs(args) {
       i++;
     }
     text += StringPrototypeSlice(first, from);
-    ArrayPrototypePush(parts, text);
+    add(parts, text);
     start = next;
   }
   for (let i = start; i < args.length; i++) {
     const arg = args[i];
-    ArrayPrototypePush(parts, typeof arg === "string" ? arg : inspect(arg));
+    add(parts, typeof arg === "string" ? arg : inspect(arg));
   }
-  return ArrayPrototypeJoin(parts, " ");
+  return joined(parts, " ");
 }
 
-return { formatArgs, inspect };
+// Both return well-formed text (lone surrogates as U+FFFD): the host takes UTF-8.
+return {
+  formatArgs: (args) => StringPrototypeToWellFormed(formatArgs(args)),
+  inspect: (value) => StringPrototypeToWellFormed(inspect(value)),
+};

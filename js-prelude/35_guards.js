@@ -22,9 +22,10 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
     check = load("arrayChecks", {
       __proto__: null,
       isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor,
-      ObjectPrototypeHasOwnProperty, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
-      TypedArrayPrototypeGetLength, MathFloor, Number, Object, RangeError, WeakMap,
-      WeakMapPrototypeGet, WeakMapPrototypeSet, SymbolIsConcatSpreadable,
+      ObjectHasOwn, ObjectGetPrototypeOf, ArrayIsArray, ReflectApply,
+      TypedArrayPrototypeGetLength: uncurryThis(typedArrayLength), MathFloor, Number, Object,
+      RangeError, WeakMap, WeakMapPrototypeGet: uncurryThis(weakMapGet),
+      WeakMapPrototypeSet: uncurryThis(weakMapSet), SymbolIsConcatSpreadable,
     });
   }
   check(name, self, args);

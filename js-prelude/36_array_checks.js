@@ -6,7 +6,7 @@
 "use strict";
 
 const {
-  isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor, ObjectPrototypeHasOwnProperty,
+  isProxy, limit, SORT_LIMIT, ObjectGetOwnPropertyDescriptor, ObjectHasOwn,
   ObjectGetPrototypeOf, ArrayIsArray, ReflectApply, TypedArrayPrototypeGetLength, MathFloor,
   Number, Object, RangeError, WeakMap, WeakMapPrototypeGet, WeakMapPrototypeSet,
   SymbolIsConcatSpreadable,
@@ -38,7 +38,7 @@ function peekLength(o) {
     if (isProxy(obj)) return UNKNOWN;
     const d = ObjectGetOwnPropertyDescriptor(obj, "length");
     if (d !== undefined) {
-      return ObjectPrototypeHasOwnProperty(d, "value") ? toLength(d.value) : UNKNOWN;
+      return ObjectHasOwn(d, "value") ? toLength(d.value) : UNKNOWN;
     }
     obj = ObjectGetPrototypeOf(obj);
   }
@@ -94,7 +94,7 @@ function checkNested(array, depth, name, seen) {
   const n = peekLength(array);
   for (let i = 0; i < n; i++) {
     const d = ObjectGetOwnPropertyDescriptor(array, i);
-    if (d === undefined || !ObjectPrototypeHasOwnProperty(d, "value")) continue;
+    if (d === undefined || !ObjectHasOwn(d, "value")) continue;
     const e = d.value;
     if (ArrayIsArray(e) && !isProxy(e)) {
       const len = peekLength(e);
@@ -120,7 +120,7 @@ function spreads(o) {
     if (isProxy(obj)) return true;
     const d = ObjectGetOwnPropertyDescriptor(obj, SymbolIsConcatSpreadable);
     if (d === undefined) continue;
-    if (!ObjectPrototypeHasOwnProperty(d, "value")) return true;
+    if (!ObjectHasOwn(d, "value")) return true;
     if (d.value !== undefined) return !!d.value;
     break;
   }

@@ -46,12 +46,11 @@ let journaled = false;
 // This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
 // from there, and `timeOrigin` is that moment in milliseconds since the epoch, as in the
 // High Resolution Time spec.
-const nativeNow = performanceNow;
-let origin = nativeNow();
+let origin = 0;
 const performance = {};
 ObjectDefineProperty(performance, "now", {
   value: function now() {
-    return (journaled ? H.clock() : nativeNow()) - origin;
+    return (journaled ? H.clock() : ReflectApply(enginePerformanceNow, enginePerformance, [])) - origin;
   },
   enumerable: true,
   writable: false,
@@ -76,7 +75,7 @@ internals.startClock = function startClock(isJournaled) {
       DatePrototypeToString: uncurryThis(Date.prototype.toString),
     });
   }
-  origin = journaled ? H.clock() : nativeNow();
+  origin = journaled ? H.clock() : ReflectApply(enginePerformanceNow, enginePerformance, []);
   ObjectDefineProperty(performance, "timeOrigin", {
     value: journaled ? origin : DateNow(),
     enumerable: true,

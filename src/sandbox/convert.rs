@@ -425,11 +425,7 @@ impl<'a, 'js> ToJson<'a, 'js> {
         let to_json: Value<'js> = if self.planted_to_json(plain) {
             let own: bool = self
                 .prim
-                .call_builtin(
-                    self.ctx,
-                    "ObjectPrototypeHasOwnProperty",
-                    (obj.clone(), "toJSON"),
-                )
+                .call_builtin(self.ctx, "ObjectHasOwn", (obj.clone(), "toJSON"))
                 .unwrap_or(false);
             if own {
                 obj.get(self.to_json.clone())

@@ -970,6 +970,42 @@ return seen.what;
     assert!(texts[3].starts_with("RangeError: bad\n"), "{}", texts[3]);
 }
 
+/// Numbers, big integers, symbols, lists and `%j`'s escapes are written by the printer
+/// itself, as Node writes them, whatever the program did to the methods that could write
+/// them (`Number.prototype.toString`, `Array.prototype.join`, `String.prototype.padStart`
+/// and the rest) or to `Array.prototype`'s indices.
+#[tokio::test]
+async fn console_writes_numbers_symbols_lists_and_json_escapes_without_the_programs_methods() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+let seen = "";
+Number.prototype.toString = () => "no";
+BigInt.prototype.toString = () => "no";
+Symbol.prototype.toString = () => "no";
+Array.prototype.push = () => { seen += "push "; return 0 };
+Array.prototype.join = () => { seen += "join "; return "no" };
+String.prototype.startsWith = () => { seen += "startsWith "; return true };
+String.prototype.padStart = () => { seen += "padStart "; return "no" };
+Object.defineProperty(Array.prototype, 0, { set() { seen += "set0 " }, configurable: true });
+console.log(-0, 0.1, 1e21, -5, 10n, Symbol("x"), { "a-b": 2, [Symbol("k")]: 1 }, [1, [2, 3]]);
+console.log("%j", { s: "a\u0001b\u001f\ud800c\ud83d\ude00\"\\\n", n: [1, -0, 1e21] });
+console.log(async function af() {}, async () => {}, async function* ag() {}, function asyncLike() {}, class A {});
+return seen;
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], "");
+    assert_eq!(
+        log_texts(&v),
+        [
+            "-0 0.1 1e+21 -5 10n Symbol(x) { 'a-b': 2, [Symbol(k)]: 1 } [ 1, [ 2, 3 ] ]",
+            "{\"s\":\"a\\u0001b\\u001f\\ud800c\u{1F600}\\\"\\\\\\n\",\"n\":[1,0,1e+21]}",
+            "[AsyncFunction: af] [AsyncFunction (anonymous)] [AsyncGeneratorFunction: ag] [Function: asyncLike] [class A]",
+        ]
+    );
+}
+
 /// What a value is comes from the engine, not from hooks a program can set: a replaced
 /// `String.prototype.concat` (which QuickJS calls for template literals), `Symbol.toStringTag`
 /// getters, `Symbol.hasInstance`, proxy traps and `name`/`message` getters of errors neither
