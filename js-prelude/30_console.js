@@ -46,7 +46,7 @@ const console = {
   },
 };
 
-internals.console = console;
+internals.console = ObjectFreeze(console);
 // What the host shows (a result that is not JSON, an unhandled rejection's reason): as
 // `console.log` shows it, lone surrogates as U+FFFD.
 internals.inspect = (value) => format().inspect(value);

@@ -381,7 +381,7 @@ pub(super) struct Internals<'js> {
     pub(super) inspect: Function<'js>,
     /// `fireTimer(id)` (40_timers.js): runs timer `id`'s callback.
     pub(super) fire_timer: Function<'js>,
-    /// `runDefault(main, state, isClassSource)` (90_lockdown.js): runs the program function
+    /// `runDefault(main, state, isClassSource)` (90_run_default.js): runs the program function
     /// with its state, then, for `export default <fn>`, the exported function (unless
     /// `isClassSource` takes its source for a class's).
     pub(super) run_default: Function<'js>,

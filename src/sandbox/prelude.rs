@@ -10,6 +10,7 @@
 
 use std::sync::OnceLock;
 
+use rquickjs::object::Property;
 use rquickjs::{Ctx, Function, Module, Object, Value};
 
 include!("prelude_source.rs");
@@ -257,11 +258,30 @@ fn is_js_space(c: char) -> bool {
     )
 }
 
-/// Runs every prelude module with the host object; returns the internals object the
-/// modules filled in.
+/// The globals programs see besides the engine's own, each read from the internals object
+/// under the same name and installed non-writable, non-enumerable and non-configurable (see
+/// "Programs" in the README).
+const GLOBALS: [&str; 7] = [
+    "tools",
+    "console",
+    "ToolCallError",
+    "setTimeout",
+    "clearTimeout",
+    "setInterval",
+    "clearInterval",
+];
+
+/// Runs every prelude module with the host object, then installs [`GLOBALS`]; returns the
+/// internals object the modules filled in. Installed here rather than by the prelude: a
+/// definition from the host needs no descriptor object, which costs every run.
 pub(crate) fn load<'js>(ctx: &Ctx<'js>, host: Object<'js>) -> rquickjs::Result<Object<'js>> {
     let internals = Object::new(ctx.clone())?;
     run_module(ctx, compiled()?.prelude)?.call::<_, ()>((host, internals.clone()))?;
+    let global = ctx.globals();
+    for name in GLOBALS {
+        let value: Value<'js> = internals.get(name)?;
+        global.prop(name, Property::from(value))?;
+    }
     Ok(internals)
 }
 

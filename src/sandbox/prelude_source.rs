@@ -24,8 +24,8 @@ pub(crate) const PRELUDE: &[(&str, &str)] = &[
         include_str!("../../js-prelude/40_timers.js"),
     ),
     (
-        "90_lockdown.js",
-        include_str!("../../js-prelude/90_lockdown.js"),
+        "90_run_default.js",
+        include_str!("../../js-prelude/90_run_default.js"),
     ),
 ];
 

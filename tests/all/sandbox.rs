@@ -73,6 +73,52 @@ return { keys: Reflect.ownKeys(tools), name: d('my-tool'), alias: d('my_tool'), 
     );
 }
 
+/// The globals the sandbox adds can be neither replaced nor deleted, nor redefined, and
+/// `console` is frozen: a program that tries gets the engine's TypeError (strict) or no
+/// change (sloppy), and every name still works afterwards.
+#[tokio::test]
+async fn the_sandbox_globals_cannot_be_replaced_deleted_or_redefined() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok(r#"
+const names = ["tools", "console", "ToolCallError", "setTimeout", "clearTimeout", "setInterval", "clearInterval"];
+const flags = names.map((n) => {
+  const d = Object.getOwnPropertyDescriptor(globalThis, n);
+  return [n, typeof d.value, d.writable, d.enumerable, d.configurable];
+});
+const sloppy = names.map((n) => { globalThis[n] = 1; delete globalThis[n]; return globalThis[n] !== 1; });
+const strict = names.map((n) => { "use strict"; try { globalThis[n] = 1; return "no error" } catch (e) { return e.name } });
+let redefine;
+try { Object.defineProperty(globalThis, "tools", { value: 1 }); redefine = "no error" } catch (e) { redefine = e.name }
+console.log = () => {};
+return { flags, sloppy, strict, redefine, frozen: Object.isFrozen(console), works: await new Promise((r) => setTimeout(() => r(typeof tools), 1)) };
+"#)
+        .await;
+    let flags: Vec<Value> = [
+        ("tools", "object"),
+        ("console", "object"),
+        ("ToolCallError", "function"),
+        ("setTimeout", "function"),
+        ("clearTimeout", "function"),
+        ("setInterval", "function"),
+        ("clearInterval", "function"),
+    ]
+    .iter()
+    .map(|(n, t)| json!([n, t, false, false, false]))
+    .collect();
+    assert_eq!(
+        r,
+        json!({
+            "flags": flags,
+            "sloppy": [true, true, true, true, true, true, true],
+            "strict": ["TypeError", "TypeError", "TypeError", "TypeError", "TypeError", "TypeError", "TypeError"],
+            "redefine": "TypeError",
+            "frozen": true,
+            "works": "object"
+        })
+    );
+}
+
 #[tokio::test]
 async fn tool_functions_are_native_and_reentrant() {
     let mut h = Harness::new(fast_limits());

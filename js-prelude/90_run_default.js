@@ -1,20 +1,4 @@
-// Installs what programs see and makes it unchangeable: `tools`, `console`,
-// `ToolCallError` and the timer functions are non-writable, non-configurable globals.
 "use strict";
-
-const g = globalThis;
-
-function install(name, value) {
-  ObjectDefineProperty(g, name, { value, writable: false, enumerable: false, configurable: false });
-}
-
-install("tools", internals.tools);
-install("console", ObjectFreeze(internals.console));
-install("ToolCallError", internals.ToolCallError);
-install("setTimeout", internals.setTimeout);
-install("clearTimeout", internals.clearTimeout);
-install("setInterval", internals.setInterval);
-install("clearInterval", internals.clearInterval);
 
 // The runner the host calls for a program with `export default`: runs the program
 // function with its state, and, when it returns the exported value (`state.exported`, an
