@@ -83,26 +83,17 @@ const printerMethods = [
 // reads the engine's own text (`ErrorStackNative`) for a run's error, and maps it itself.
 const ErrorStackNative = getterOf(Error.prototype, "stack");
 let ErrorStackGetter;
-{
-  const d = ObjectGetOwnPropertyDescriptor(Error.prototype, "stack");
-  if (d !== undefined && typeof d.get === "function") {
-    const nativeGet = d.get;
-    const inSource = host.programStack;
-    const get = {
-      get stack() {
-        const text = ReflectApply(nativeGet, this, []);
-        return typeof text === "string" ? inSource(text) : text;
-      },
-    };
-    ErrorStackGetter = getterOf(get, "stack");
-    ObjectDefineProperty(Error.prototype, "stack", {
-      __proto__: null,
-      get: ErrorStackGetter,
-      set: d.set,
-      enumerable: d.enumerable,
-      configurable: d.configurable,
-    });
-  }
+if (typeof ErrorStackNative === "function") {
+  const inSource = host.programStack;
+  const get = {
+    get stack() {
+      const text = ReflectApply(ErrorStackNative, this, []);
+      return typeof text === "string" ? inSource(text) : text;
+    },
+  };
+  ErrorStackGetter = getterOf(get, "stack");
+  // Only the getter is given: the engine's setter, enumerability and configurability stay.
+  ObjectDefineProperty(Error.prototype, "stack", { __proto__: null, get: ErrorStackGetter });
 }
 
 // What the host reads (by name).

@@ -40,9 +40,9 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
   const d = ObjectGetOwnPropertyDescriptor(Error, "stackTraceLimit");
   if (d !== undefined && typeof d.set === "function" && typeof d.get === "function") {
     const nativeSet = d.set;
+    // Only the setter is given: the engine's getter, enumerability and configurability stay.
     ObjectDefineProperty(Error, "stackTraceLimit", {
       __proto__: null,
-      get: d.get,
       set: function stackTraceLimit(value) {
         const t = typeof value;
         const n = t === "number" || t === "undefined" || t === "boolean" || value === null
@@ -50,8 +50,6 @@ internals.checkArrayCall = function checkArrayCall(name, self, args) {
           : t === "symbol" ? NaN : Number(value);
         ReflectApply(nativeSet, this, [n]);
       },
-      enumerable: d.enumerable,
-      configurable: d.configurable,
     });
   }
 }

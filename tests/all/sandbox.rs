@@ -119,6 +119,32 @@ return { flags, sloppy, strict, redefine, frozen: Object.isFrozen(console), work
     );
 }
 
+/// The two accessors the sandbox wraps (`Error.prototype.stack`, which maps positions to
+/// the program's, and `Error.stackTraceLimit`'s setter) keep the engine's other halves and
+/// flags: a getter and a setter each, configurable, not enumerable.
+#[tokio::test]
+async fn the_wrapped_error_accessors_keep_the_engines_flags() {
+    let h = Harness::new(fast_limits());
+    let r = h
+        .ok(r#"
+const shape = (o, k) => { const d = Object.getOwnPropertyDescriptor(o, k); return [typeof d.get, typeof d.set, d.enumerable, d.configurable] };
+const e = new Error("x");
+e.stack = "set";
+Error.stackTraceLimit = 3;
+return { stack: shape(Error.prototype, "stack"), limit: shape(Error, "stackTraceLimit"), set: e.stack, read: Error.stackTraceLimit };
+"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({
+            "stack": ["function", "function", false, true],
+            "limit": ["function", "function", false, true],
+            "set": "set",
+            "read": 3
+        })
+    );
+}
+
 #[tokio::test]
 async fn tool_functions_are_native_and_reentrant() {
     let mut h = Harness::new(fast_limits());
