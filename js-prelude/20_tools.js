@@ -28,10 +28,11 @@ class ToolCallError extends Error {
     field.value = undefined;
   }
 }
-ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError", writable: false, enumerable: false, configurable: false });
+// A property defined with only its value is neither writable, enumerable nor configurable.
+ObjectDefineProperty(ToolCallError.prototype, "name", { value: "ToolCallError" });
 // No frames (they would show only the prelude's own functions, not the program), and no
 // own property beyond the three fields.
-ObjectDefineProperty(ToolCallError.prototype, "stack", { value: "", writable: false, enumerable: false, configurable: false });
+ObjectDefineProperty(ToolCallError.prototype, "stack", { value: "" });
 ObjectFreeze(ToolCallError.prototype);
 ObjectFreeze(ToolCallError);
 

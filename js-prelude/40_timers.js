@@ -46,6 +46,8 @@ let journaled = false;
 // This one starts when the host starts the run (`startClock`): `now()` counts milliseconds
 // from there, and `timeOrigin` is that moment in milliseconds since the epoch, as in the
 // High Resolution Time spec.
+// `origin` and `timeOrigin` are set by `startClock`, which the host calls before the
+// program runs.
 let origin = 0;
 const performance = {};
 ObjectDefineProperty(performance, "now", {
@@ -53,10 +55,7 @@ ObjectDefineProperty(performance, "now", {
     return (journaled ? H.clock() : ReflectApply(enginePerformanceNow, enginePerformance, [])) - origin;
   },
   enumerable: true,
-  writable: false,
-  configurable: false,
 });
-ObjectDefineProperty(performance, "timeOrigin", { value: 0, enumerable: true, configurable: true });
 ObjectDefineProperty(globalThis, "performance", {
   value: performance,
   writable: true,

@@ -74,7 +74,7 @@ return { keys: Reflect.ownKeys(tools), name: d('my-tool'), alias: d('my_tool'), 
 }
 
 /// The globals the sandbox adds can be neither replaced nor deleted, nor redefined, and
-/// `console` is frozen: a program that tries gets the engine's TypeError (strict) or no
+/// `console` is frozen (`performance.now` and `timeOrigin` are read-only too): a program that tries gets the engine's TypeError (strict) or no
 /// change (sloppy), and every name still works afterwards.
 #[tokio::test]
 async fn the_sandbox_globals_cannot_be_replaced_deleted_or_redefined() {
@@ -91,7 +91,8 @@ const strict = names.map((n) => { "use strict"; try { globalThis[n] = 1; return 
 let redefine;
 try { Object.defineProperty(globalThis, "tools", { value: 1 }); redefine = "no error" } catch (e) { redefine = e.name }
 console.log = () => {};
-return { flags, sloppy, strict, redefine, frozen: Object.isFrozen(console), works: await new Promise((r) => setTimeout(() => r(typeof tools), 1)) };
+const perf = ["now", "timeOrigin"].map((k) => { const d = Object.getOwnPropertyDescriptor(performance, k); return [k, typeof d.value, d.writable, d.enumerable, d.configurable] });
+return { flags, sloppy, strict, redefine, frozen: Object.isFrozen(console), perf, works: await new Promise((r) => setTimeout(() => r(typeof tools), 1)) };
 "#)
         .await;
     let flags: Vec<Value> = [
@@ -114,6 +115,7 @@ return { flags, sloppy, strict, redefine, frozen: Object.isFrozen(console), work
             "strict": ["TypeError", "TypeError", "TypeError", "TypeError", "TypeError", "TypeError", "TypeError"],
             "redefine": "TypeError",
             "frozen": true,
+            "perf": [["now", "function", false, true, false], ["timeOrigin", "number", false, true, false]],
             "works": "object"
         })
     );
