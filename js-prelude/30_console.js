@@ -47,6 +47,6 @@ const console = {
 };
 
 internals.console = ObjectFreeze(console);
-// What the host shows (a result that is not JSON, an unhandled rejection's reason): as
-// `console.log` shows it, lone surrogates as U+FFFD.
-internals.inspect = (value) => format().inspect(value);
+// What the host shows (a result that is not JSON, an unhandled rejection's reason) is
+// shown by the printer's `inspect`, which the host reaches through this.
+internals.format = format;

@@ -12,6 +12,8 @@ let table;
 function timers() {
   if (table === undefined) {
     table = H.load("timers", { __proto__: null, ObjectCreate, Number, TypeError, ReflectApply });
+    // The host fires timers through the table's own `fire` (no timer is set before this).
+    internals.fireTimer = table.fire;
   }
   return table;
 }
@@ -27,11 +29,6 @@ internals.clearTimeout = function clearTimeout(id) {
 };
 internals.clearInterval = function clearInterval(id) {
   timers().stop(id);
-};
-
-// The host calls it only for a timer the table set.
-internals.fireTimer = function fireTimer(id) {
-  table.fire(id);
 };
 
 // The run's clock and random numbers. A run that may pause (src/sandbox/journal.rs) reads

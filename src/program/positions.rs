@@ -300,7 +300,7 @@ mod tests {
         // The prelude's frames go, with the `apply` it called the program's function
         // through; the program's own `apply`, and a native `sort`, stay.
         let through = format!(
-            "    at <anonymous> (program.js:3:{null})\n    at apply (native)\n    at fireTimer (<null>:0:1)\n"
+            "    at <anonymous> (program.js:3:{null})\n    at apply (native)\n    at fire (<null>:0:1)\n"
         );
         assert_eq!(
             p.stack_in_source(&through, "program.js").unwrap(),

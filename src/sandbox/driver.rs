@@ -641,7 +641,7 @@ impl Driver<'_> {
             if engine::same_object(&promise, main) {
                 continue;
             }
-            let Ok(shown) = js.internals.inspect.call::<_, rquickjs::String>((reason,)) else {
+            let Ok(shown) = js.internals.inspect::<rquickjs::String>(reason) else {
                 let _ = ctx.catch();
                 return;
             };
@@ -922,12 +922,13 @@ impl Driver<'_> {
                 Ok(true)
             }
             Some(Ok(Turn::Timers(ids))) => {
+                let fire_timer = js.internals.fire_timer().map_err(engine_error)?;
                 let fired = timers::fire_replayed(
                     ctx,
                     self.state,
                     self.flags,
                     &js.prims.floor,
-                    &js.internals.fire_timer,
+                    &fire_timer,
                     ids,
                 );
                 match fired {
@@ -1011,14 +1012,9 @@ impl Driver<'_> {
 
     /// Fires the timers that are due; a callback that throws ends the run.
     fn fire_timers<'js>(&mut self, ctx: &Ctx<'js>, js: &Js<'js>) -> Result<(), ProgramError> {
-        timers::fire_due(
-            ctx,
-            self.state,
-            self.flags,
-            &js.prims.floor,
-            &js.internals.fire_timer,
-        )
-        .map_err(|e| self.uncaught(ctx, js, e))
+        let fire_timer = js.internals.fire_timer().map_err(engine_error)?;
+        timers::fire_due(ctx, self.state, self.flags, &js.prims.floor, &fire_timer)
+            .map_err(|e| self.uncaught(ctx, js, e))
     }
 
     /// The error of a timer callback or a microtask that threw (or of the stop that
@@ -1121,7 +1117,7 @@ impl Driver<'_> {
             Err(ConvertError::Invalid(message)) if implicit => {
                 // The conversion may have run a `toJSON` that called a tool deep down.
                 js.prims.floor.rebase(ctx);
-                let shown = js.internals.inspect.call::<_, String>((value,));
+                let shown = js.internals.inspect::<String>(value.clone());
                 if let Some(stopped) = self.stopped() {
                     return Err(stopped);
                 }
@@ -1170,11 +1166,7 @@ impl Driver<'_> {
         // Showing the value runs its getters, which may call tools: each call into
         // JavaScript here starts from this frame's floor.
         js.prims.floor.rebase(thrown.ctx());
-        let shown = js
-            .internals
-            .inspect
-            .call::<_, String>((thrown.clone(),))
-            .ok();
+        let shown = js.internals.inspect::<String>(thrown.clone()).ok();
         let engine_stack = thrown
             .is_error()
             .then(|| js.prims.engine_stack(thrown.ctx(), thrown))

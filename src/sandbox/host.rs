@@ -377,10 +377,11 @@ pub(super) struct Internals<'js> {
     /// surfaced at (0: unknown), or, for an unknown tool, the engine's stack text where the
     /// program named it.
     pub(super) site_of: Function<'js>,
-    /// `inspect(value)` (30_console.js): a value shown as `console.log` shows it.
-    pub(super) inspect: Function<'js>,
-    /// `fireTimer(id)` (40_timers.js): runs timer `id`'s callback.
-    pub(super) fire_timer: Function<'js>,
+    /// `format()` (30_console.js): loads the printer (31_inspect.js) the first time, and
+    /// returns its `{ formatArgs, inspect }` (see [`Internals::inspect`]).
+    format: Function<'js>,
+    /// The internals object itself, for what is there only once a lazy module loaded.
+    object: Object<'js>,
     /// `runDefault(main, state, isClassSource)` (90_run_default.js): runs the program function
     /// with its state, then, for `export default <fn>`, the exported function (unless
     /// `isClassSource` takes its source for a class's).
@@ -395,6 +396,28 @@ pub(super) struct Internals<'js> {
 }
 
 impl<'js> Internals<'js> {
+    /// `fireTimer(id)`: runs timer `id`'s callback. The timer table (42_timer_table.js)
+    /// puts it in the internals object when it loads, which is before any timer is set.
+    ///
+    /// # Errors
+    /// The engine's, when it is not there (no timer was ever set).
+    pub(super) fn fire_timer(&self) -> rquickjs::Result<Function<'js>> {
+        self.object.get("fireTimer")
+    }
+
+    /// `value` shown as `console.log` shows it (well-formed: lone surrogates as U+FFFD).
+    /// Loads the printer the first time.
+    ///
+    /// # Errors
+    /// What the printer threw (running out of stack, say), or the engine's error.
+    pub(super) fn inspect<R: rquickjs::FromJs<'js>>(
+        &self,
+        value: Value<'js>,
+    ) -> rquickjs::Result<R> {
+        let formatter: Object<'js> = self.format.call(())?;
+        formatter.get::<_, Function<'js>>("inspect")?.call((value,))
+    }
+
     /// Reads every field from the `internals` object the prelude filled in.
     pub(super) fn read(internals: &Object<'js>) -> rquickjs::Result<Self> {
         Ok(Internals {
@@ -402,8 +425,8 @@ impl<'js> Internals<'js> {
             failed: internals.get("failed")?,
             tool_error: internals.get("toolError")?,
             site_of: internals.get("siteOf")?,
-            inspect: internals.get("inspect")?,
-            fire_timer: internals.get("fireTimer")?,
+            format: internals.get("format")?,
+            object: internals.clone(),
             run_default: internals.get("runDefault")?,
             start_clock: internals.get("startClock")?,
             check_array_call: internals.get("checkArrayCall")?,

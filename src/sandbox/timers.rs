@@ -101,9 +101,9 @@ impl Timers {
     }
 }
 
-/// Fires every timer due by now, in order (`fireTimer(id)` of the prelude runs its
-/// callback), running each callback's microtasks before the next timer; the ids fired go
-/// to the run's journal, if it keeps one.
+/// Fires every timer due by now, in order (`fire(id)` of the timer table,
+/// 42_timer_table.js, runs its callback), running each callback's microtasks before the
+/// next timer; the ids fired go to the run's journal, if it keeps one.
 ///
 /// # Errors
 /// What the first callback that threw threw (the run ends with it).
