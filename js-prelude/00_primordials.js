@@ -101,5 +101,5 @@ internals.primordials = {
   __proto__: null,
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
   ArrayBuffer, RegExp, ArrayBufferIsView, ObjectHasOwn, ArrayIsArray,
-  ObjectGetPrototypeOf, ErrorStackNative, FunctionPrototypeToString,
+  ObjectGetPrototypeOf, ErrorStackNative, FunctionPrototypeToString, weakMapGet,
 };

@@ -50,12 +50,10 @@ function messageOf(error) {
 // Where each ToolCallError the host made surfaced: the number of the await the program
 // had last reached when the call failed (the host numbers them), so that a run ending with
 // it, even rethrown later, names that line. For an unknown tool, the engine's stack text
-// where the program named it (the host takes the program's first frame).
+// where the program named it (the host takes the program's first frame). The host reads
+// it with the original `WeakMap.prototype.get` (`internals.primordials`).
 const sites = new WeakMap();
-internals.siteOf = function siteOf(value) {
-  const site = ReflectApply(weakMapGet, sites, [value]);
-  return site === undefined ? 0 : site;
-};
+internals.sites = sites;
 
 // The host calls these from a tool function (see `host.tools`): the rejection of a
 // call that failed before or while starting (`error` is a message, or what a conversion

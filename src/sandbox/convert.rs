@@ -105,6 +105,22 @@ impl<'js> Primordials<'js> {
         text.as_string()?.to_string().ok()
     }
 
+    /// What `sites` (a WeakMap of the prelude's) holds for `error`, read with
+    /// `WeakMap.prototype.get` as it was before the program ran: where a host-made
+    /// `ToolCallError` surfaced (see `Internals::sites`). `None` below the stack floor.
+    pub(crate) fn site_of(
+        &self,
+        ctx: &Ctx<'js>,
+        sites: &Object<'js>,
+        error: &Value<'js>,
+    ) -> Option<Value<'js>> {
+        self.call_builtin(
+            ctx,
+            "weakMapGet",
+            (rquickjs::function::This(sites.clone()), error.clone()),
+        )
+    }
+
     /// `Object.prototype` as it was before the program ran.
     pub(crate) fn object_prototype(&self) -> &Object<'js> {
         &self.object_prototype

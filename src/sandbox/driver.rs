@@ -1178,11 +1178,7 @@ impl Driver<'_> {
         // for an unknown tool, the frames where the program named it.
         if error.line.is_none()
             && error.kind == ProgramErrorKind::ToolCall
-            && js.prims.floor.room(thrown.ctx())
-            && let Ok(site) = js
-                .internals
-                .site_of
-                .call::<_, Value<'js>>((thrown.clone(),))
+            && let Some(site) = js.prims.site_of(thrown.ctx(), &js.internals.sites, thrown)
         {
             let position = match site.as_string() {
                 Some(stack) => stack

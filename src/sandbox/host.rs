@@ -373,10 +373,10 @@ pub(super) struct Internals<'js> {
     /// `toolError(name, message, site)` (20_tools.js): the `ToolCallError` a call in flight
     /// rejects with.
     pub(super) tool_error: Function<'js>,
-    /// `siteOf(error)` (20_tools.js): the number of the await a host-made `ToolCallError`
-    /// surfaced at (0: unknown), or, for an unknown tool, the engine's stack text where the
-    /// program named it.
-    pub(super) site_of: Function<'js>,
+    /// `sites` (20_tools.js): a WeakMap from each host-made `ToolCallError` to where it
+    /// surfaced: the number of the await the program had reached, or, for an unknown tool,
+    /// the engine's stack text where the program named it (read by `Primordials::site_of`).
+    pub(super) sites: Object<'js>,
     /// `format()` (30_console.js): loads the printer (31_inspect.js) the first time, and
     /// returns its `{ formatArgs, inspect }` (see [`Internals::inspect`]).
     format: Function<'js>,
@@ -424,7 +424,7 @@ impl<'js> Internals<'js> {
             primordials: internals.get("primordials")?,
             failed: internals.get("failed")?,
             tool_error: internals.get("toolError")?,
-            site_of: internals.get("siteOf")?,
+            sites: internals.get("sites")?,
             format: internals.get("format")?,
             object: internals.clone(),
             run_default: internals.get("runDefault")?,
