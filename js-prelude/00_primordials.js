@@ -102,4 +102,5 @@ internals.primordials = {
   ObjectPrototype, ArrayPrototype, Promise, BigInt, Map, Set, WeakMap, WeakSet, WeakRef,
   ArrayBuffer, RegExp, ArrayBufferIsView, ObjectHasOwn, ArrayIsArray,
   ObjectGetPrototypeOf, ErrorStackNative, FunctionPrototypeToString, weakMapGet,
+  stringToWellFormed,
 };

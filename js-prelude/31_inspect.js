@@ -69,11 +69,26 @@ function RegExpText(re) {
 const MAX_DEPTH = 2;
 const MAX_ARRAY_ITEMS = 100;
 const MAX_STRING = 10000;
+// Past this length, an array's or a String object's own properties besides its items are
+// not shown: finding them means listing every index (a million items would take tens of
+// megabytes of the sandbox's memory).
+const MAX_KEYS_LISTED = 10000;
 const LINE_WIDTH = 72;
+// As Node writes them: `\b \t \n \f \r` and the backslash by name, every other control
+// character and DEL as `\xHH`.
 const ESCAPES = {
   __proto__: null, "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
-  "\v": "\\v", "\0": "\\0",
+  "\x7f": "\\x7F",
 };
+{
+  const CONTROLS = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f" +
+    "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f";
+  const UPPER = "0123456789ABCDEF";
+  for (let i = 0; i < CONTROLS.length; i++) {
+    const c = CONTROLS[i];
+    if (ESCAPES[c] === undefined) ESCAPES[c] = "\\x" + UPPER[i >> 4] + UPPER[i & 15];
+  }
+}
 
 // `text` with its control characters and backslashes escaped (and `'` when it is the
 // quote). Strings are scanned by hand here, not with a RegExp: String.prototype.replace
@@ -258,7 +273,7 @@ function quote(s) {
 }
 
 function formatKey(key) {
-  if (typeof key === "symbol") return "[" + String(key) + "]";
+  if (typeof key === "symbol") return "[" + escape(String(key), true) + "]";
   return isIdentifier(key) ? key : quote(key);
 }
 
@@ -439,7 +454,7 @@ function formatObject(value, depth, seen) {
       }
       if (holes > 0) add(items, "<" + holes + " empty item" + (holes > 1 ? "s" : "") + ">");
       if (length > shown) add(items, "... " + (length - shown) + " more item" + (length - shown > 1 ? "s" : ""));
-      const keys = ownKeys(value);
+      const keys = length <= MAX_KEYS_LISTED ? ownKeys(value) : list();
       const extra = list();
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i];
@@ -498,7 +513,8 @@ function formatObject(value, depth, seen) {
     } else if (ctor !== "" && ctor !== "Object") {
       prefix = ctor + " ";
     }
-    let keys = ownKeys(value);
+    const long = boxed === "String" && !(ownValue(value, "length") <= MAX_KEYS_LISTED);
+    let keys = long ? list() : ownKeys(value);
     if (boxed === "String") {
       // A String object's characters are its own index properties: shown in the prefix.
       const named = list();

@@ -121,6 +121,21 @@ impl<'js> Primordials<'js> {
         )
     }
 
+    /// `text` as Rust text, a lone surrogate as U+FFFD (made well-formed by
+    /// `String.prototype.toWellFormed` as it was before the program ran). `None` below the
+    /// stack floor.
+    pub(crate) fn text(&self, ctx: &Ctx<'js>, text: &rquickjs::String<'js>) -> Option<String> {
+        text.to_string().ok().or_else(|| {
+            self.call_builtin::<_, rquickjs::String<'js>>(
+                ctx,
+                "stringToWellFormed",
+                (rquickjs::function::This(text.clone()),),
+            )?
+            .to_string()
+            .ok()
+        })
+    }
+
     /// `Object.prototype` as it was before the program ran.
     pub(crate) fn object_prototype(&self) -> &Object<'js> {
         &self.object_prototype

@@ -1171,7 +1171,9 @@ impl Driver<'_> {
             .is_error()
             .then(|| js.prims.engine_stack(thrown.ctx(), thrown))
             .flatten();
-        let mut error = errors::program_error(self.program, thrown, shown, engine_stack);
+        let ctx = thrown.ctx();
+        let text = |s: &rquickjs::String<'js>| js.prims.text(ctx, s);
+        let mut error = errors::program_error(self.program, thrown, shown, engine_stack, &text);
         // A ToolCallError has no frames (the call ran on the host): it carries the await
         // the program had last reached when the call failed, in straight-line code the
         // call's own `await` (also when the error is caught and thrown again later), or,

@@ -91,12 +91,14 @@ pub(super) fn deadlock(made: usize, site: Option<&AwaitSite>) -> ProgramError {
 /// is not an Error (`throw "text"`, `throw null`, `throw {}`) is an `Error` saying what was
 /// thrown. `engine_stack` is the stack trace the engine wrote for an Error, in the
 /// coordinates of the code it runs; without it, the `stack` the program sees (already in
-/// its own coordinates) gives the position.
-pub(super) fn program_error(
+/// its own coordinates) gives the position. `text` reads a JavaScript string as Rust text,
+/// a lone surrogate as U+FFFD (see `Primordials::text`).
+pub(super) fn program_error<'js>(
     program: &Program,
-    thrown: &Value<'_>,
+    thrown: &Value<'js>,
     inspected: Option<String>,
     engine_stack: Option<String>,
+    text: &dyn Fn(&rquickjs::String<'js>) -> Option<String>,
 ) -> ProgramError {
     if thrown.is_null() && !thrown.is_error() {
         return ProgramError::thrown("Error", "the program threw null (not an Error)");
@@ -105,10 +107,7 @@ pub(super) fn program_error(
         let shown = match thrown.type_of() {
             rquickjs::Type::String => format!(
                 "{:?}",
-                thrown
-                    .as_string()
-                    .and_then(|s| s.to_string().ok())
-                    .unwrap_or_default()
+                thrown.as_string().and_then(text).unwrap_or_default()
             ),
             _ => inspected.unwrap_or_else(|| describe_thrown(thrown)),
         };
@@ -119,9 +118,9 @@ pub(super) fn program_error(
         return ProgramError::thrown("Error", format!("the program threw {shown} ({what})"));
     };
     let get = |key: &str| -> Option<String> {
-        obj.get::<_, Value<'_>>(key)
+        obj.get::<_, Value<'js>>(key)
             .ok()
-            .and_then(|v| v.as_string().and_then(|s| s.to_string().ok()))
+            .and_then(|v| v.as_string().and_then(text))
     };
     let is_error = thrown.is_error();
     let name = get("name").unwrap_or_else(|| {

@@ -1006,6 +1006,95 @@ return seen;
     );
 }
 
+/// Control characters are escaped as Node escapes them, in strings and in keys (symbol
+/// keys too; a symbol's own text is shown as it is). An array or a String object too long
+/// to list every index shows its items and ends, where listing its keys would take the
+/// sandbox's memory; a short one still shows its other own properties.
+#[tokio::test]
+async fn console_escapes_control_characters_and_prints_long_arrays_without_listing_their_keys() {
+    let h = Harness::new(fast_limits());
+    let v = h
+        .run(r#"
+console.log(["a\u0001\u001b\u007f\v\0\b\t\n\f\r\\"], { [Symbol("a\nb'")]: 1, "\u0001": 2 }, Symbol("x\ny"));
+const long = [];
+for (let i = 0; i < 1e6; i++) long.push(i);
+long.extra = 1;
+const short = [1, 2];
+short.extra = 1;
+console.log(long.length, short);
+console.log(new String("x".repeat(2e6)).length);
+Promise.reject(long);
+return [String(long.length), String(new String("ab"))];
+"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert_eq!(v["result"], json!(["1000000", "ab"]));
+    let texts = log_texts(&v);
+    assert_eq!(
+        texts[0],
+        "[ 'a\\x01\\x1B\\x7F\\x0B\\x00\\b\\t\\n\\f\\r\\\\' ] { '\\x01': 2, [Symbol(a\\nb\\')]: 1 } Symbol(x\ny)"
+    );
+    assert_eq!(texts[1], "1000000 [ 1, 2, extra: 1 ]");
+    assert_eq!(texts[2], "2000000");
+    // The rejection nobody handled is the whole array, shown by its first items.
+    assert!(
+        texts[3].starts_with("Unhandled promise rejection: [\n  0,\n  1,"),
+        "{}",
+        &texts[3][..80]
+    );
+    assert!(
+        texts[3].ends_with("  99,\n  ... 999900 more items\n]"),
+        "{}",
+        &texts[3][texts[3].len() - 80..]
+    );
+    let v = h
+        .run(r#"const s = new String("y".repeat(20001)); s.extra = 1; console.log(s); console.log(new String("ab")); return 1"#)
+        .await;
+    assert_eq!(v["status"], "ok", "{v:#}");
+    let texts = log_texts(&v);
+    assert_eq!(
+        texts[0],
+        format!("[String: '{}'... 10001 more characters]", "y".repeat(10000))
+    );
+    assert_eq!(texts[1], "[String: 'ab']");
+}
+
+/// A lone surrogate in what a run's error is made of (a message, a thrown string, a tool's
+/// name) is shown as U+FFFD, the rest of the text kept.
+#[tokio::test]
+async fn a_lone_surrogate_in_an_error_is_shown_as_a_replacement_character() {
+    let h = Harness::new(fast_limits());
+    let cut = "const cut = \"\\u{1F600}\".repeat(3).slice(0, 5);\n";
+    let v = h
+        .run(&format!(
+            "{cut}throw new Error(\"could not open \" + cut + \": missing\");"
+        ))
+        .await;
+    assert_eq!(v["error"]["name"], "Error", "{v:#}");
+    assert_eq!(
+        v["error"]["message"],
+        "could not open \u{1F600}\u{1F600}\u{FFFD}: missing"
+    );
+    let v = h.run("throw \"a\\ud800b\"").await;
+    assert_eq!(
+        v["error"]["message"],
+        "the program threw \"a\u{FFFD}b\" (a string, not an Error)"
+    );
+    let v = h
+        .run("setTimeout(() => { throw new Error(\"bad \\ud800\") }); await new Promise((r) => setTimeout(r, 50));")
+        .await;
+    assert_eq!(
+        v["error"]["message"],
+        "uncaught exception in a timer callback: bad \u{FFFD}"
+    );
+    let v = h.run("await tools[\"ab\\ud800\"]({})").await;
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("ab\u{FFFD}: unknown tool \"ab\u{FFFD}\""),
+        "{message}"
+    );
+}
+
 /// What a value is comes from the engine, not from hooks a program can set: a replaced
 /// `String.prototype.concat` (which QuickJS calls for template literals), `Symbol.toStringTag`
 /// getters, `Symbol.hasInstance`, proxy traps and `name`/`message` getters of errors neither
